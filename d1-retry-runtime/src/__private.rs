@@ -1,0 +1,83 @@
+//! What `#[d1_retry]` expands into. Not a public API: names and signatures here change
+//! without notice; only the attribute may use them.
+
+use core::sync::atomic::{AtomicU32, Ordering};
+
+pub use crate::driver::{Access, Driver};
+pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
+pub use crate::read_only::is_read_only;
+pub use crate::{DefaultSleeper, PolicyError, RetryPolicy};
+
+/// What the macro learned about the function's statement sites at compile time.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// `#[d1_retry(idempotent)]`.
+    pub idempotent: bool,
+    /// More than one site, or a site that may run several times (loops, closures).
+    pub many_sites: bool,
+    /// A site whose SQL is known at compile time and may write.
+    pub static_write: bool,
+}
+
+impl Plan {
+    /// The access of the attempt that just ran, given the dynamic SQL it observed.
+    pub fn access(&self, attempt: &Attempt<'_>) -> Access {
+        if self.idempotent {
+            return Access::Idempotent;
+        }
+        if !self.static_write && attempt.dynamic_writes() == 0 {
+            return Access::ReadOnly;
+        }
+        if self.many_sites {
+            Access::Unretryable
+        } else {
+            Access::Write
+        }
+    }
+}
+
+/// Per-attempt record of the dynamic SQL the attempt ran.
+///
+/// An atomic rather than a `Cell` so the user's future stays `Send` when it was.
+pub struct Attempt<'a> {
+    operation: &'a str,
+    declared_read_only: bool,
+    dynamic_writes: AtomicU32,
+}
+
+impl<'a> Attempt<'a> {
+    /// A fresh record for one attempt of `operation`.
+    pub const fn new(operation: &'a str, declared_read_only: bool) -> Self {
+        Attempt {
+            operation,
+            declared_read_only,
+            dynamic_writes: AtomicU32::new(0),
+        }
+    }
+
+    /// Scans dynamic SQL as it is passed to a statement site, and hands it on unchanged.
+    pub fn observe<S: AsRef<str>>(&self, sql: S) -> S {
+        let text = sql.as_ref();
+        if !is_read_only(text) {
+            self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
+            if self.declared_read_only {
+                crate::log::write_in_read_only(self.operation, text);
+            }
+        }
+        sql
+    }
+
+    /// How many dynamic statements of this attempt may write.
+    pub fn dynamic_writes(&self) -> u32 {
+        self.dynamic_writes.load(Ordering::Relaxed)
+    }
+}
+
+/// Validates a policy given as `#[d1_retry(policy = PATH)]`; the macro calls it in a
+/// `const` block, so an invalid constant policy is a compile error with this message.
+pub const fn checked_policy(policy: RetryPolicy) -> RetryPolicy {
+    match policy.validate() {
+        Ok(()) => policy,
+        Err(error) => panic!("{}", error.message()),
+    }
+}

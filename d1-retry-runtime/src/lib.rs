@@ -1,0 +1,56 @@
+//! The runtime of [d1-retry](https://docs.rs/d1-retry): it decides which failed Cloudflare D1
+//! calls may be retried, and retries them.
+//!
+//! Most users depend on the `d1-retry` crate and write `#[d1_retry]`; this crate is what
+//! the attribute expands into, and it works on its own through [`Retry`].
+//!
+//! - [`classify`] and [`classify_message`] sort a failure into a [`FailureClass`]: the
+//!   statement was *not executed*, *maybe executed*, or the failure is *permanent*.
+//! - [`is_read_only`] decides, the way SQLite would, whether SQL can write; it is a
+//!   `const fn`, so constant SQL is judged by the compiler.
+//! - [`should_retry`] combines the two: not-executed failures are retried, maybe-executed
+//!   ones only for read-only SQL, permanent ones never.
+//! - [`RetryPolicy`] is the jittered exponential schedule, and [`Retry`] the driver that
+//!   follows it, waiting through a [`Sleeper`].
+//!
+//! ```
+//! use d1_retry_runtime::{classify_message, is_read_only, should_retry, FailureClass};
+//!
+//! let class = classify_message("D1_ERROR: Network connection lost.");
+//! assert_eq!(class, FailureClass::MaybeExecuted);
+//! assert!(should_retry(class, is_read_only("SELECT * FROM users WHERE id = ?1")));
+//! assert!(!should_retry(class, is_read_only("INSERT INTO users (name) VALUES (?1)")));
+//! ```
+//!
+//! # Features
+//!
+//! - `tokio` (default): [`TokioSleeper`], the default sleeper on native targets.
+//! - `worker`: classification of `worker::Error`, the `worker::Delay` sleeper (the default
+//!   on `wasm32`) and the `D1Retry` wrapper.
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_auto_cfg))]
+
+mod class;
+mod classify;
+mod driver;
+mod failure;
+mod jitter;
+mod log;
+mod policy;
+mod read_only;
+mod retry;
+mod sleep;
+
+#[doc(hidden)]
+pub mod __private;
+
+pub use crate::class::{FailureClass, should_retry};
+pub use crate::classify::{classify, classify_message};
+pub use crate::policy::{PolicyError, RetryPolicy};
+pub use crate::read_only::is_read_only;
+pub use crate::retry::Retry;
+#[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]
+pub use crate::sleep::NoDefaultSleeper;
+#[cfg(feature = "tokio")]
+pub use crate::sleep::TokioSleeper;
+pub use crate::sleep::{DefaultSleeper, Sleeper};

@@ -1,0 +1,82 @@
+//! Every log line d1-retry writes, in one place so the field names stay a contract.
+
+use core::time::Duration;
+
+use crate::failure::Failure;
+use crate::{FailureClass, PolicyError};
+
+/// The fields every line about one failed attempt carries.
+pub(crate) struct Event<'a, 'e> {
+    pub(crate) operation: &'a str,
+    pub(crate) read_only: bool,
+    pub(crate) attempt: u32,
+    pub(crate) max_attempts: u32,
+    pub(crate) failure: &'a Failure<'e>,
+}
+
+pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
+    tracing::warn!(
+        d1.operation = event.operation,
+        d1.read_only = event.read_only,
+        d1.attempt = event.attempt,
+        d1.max_attempts = event.max_attempts,
+        d1.failure_class = event.failure.class().as_str(),
+        d1.failure = %event.failure,
+        d1.delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+        "D1 transient failure, retrying"
+    );
+}
+
+pub(crate) fn exhausted(event: &Event<'_, '_>) {
+    tracing::warn!(
+        d1.operation = event.operation,
+        d1.read_only = event.read_only,
+        d1.attempt = event.attempt,
+        d1.max_attempts = event.max_attempts,
+        d1.failure_class = event.failure.class().as_str(),
+        d1.failure = %event.failure,
+        "D1 transient failure, giving up after the last attempt"
+    );
+}
+
+pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
+    if class == FailureClass::Permanent && event.attempt == 1 {
+        // The caller's own error (a constraint, a syntax error): not d1-retry's news.
+        tracing::debug!(
+            d1.operation = event.operation,
+            d1.read_only = event.read_only,
+            d1.attempt = event.attempt,
+            d1.max_attempts = event.max_attempts,
+            d1.failure_class = class.as_str(),
+            d1.failure = %event.failure,
+            "D1 permanent failure, not retried"
+        );
+        return;
+    }
+    tracing::warn!(
+        d1.operation = event.operation,
+        d1.read_only = event.read_only,
+        d1.attempt = event.attempt,
+        d1.max_attempts = event.max_attempts,
+        d1.failure_class = class.as_str(),
+        d1.failure = %event.failure,
+        "D1 failure, giving up: retrying could run a write twice or cannot help"
+    );
+}
+
+pub(crate) fn invalid_policy(operation: &str, error: PolicyError) {
+    tracing::error!(
+        d1.operation = operation,
+        d1.policy_error = error.message(),
+        "invalid RetryPolicy: made a single attempt"
+    );
+}
+
+/// A `read_only` function ran SQL that writes; that attempt is treated as a write.
+pub(crate) fn write_in_read_only(operation: &str, sql: &str) {
+    tracing::error!(
+        d1.operation = operation,
+        d1.sql = sql,
+        "#[d1_retry(read_only)] function ran SQL that may write; treating this attempt as a write"
+    );
+}

@@ -1,0 +1,345 @@
+use core::fmt;
+use core::time::Duration;
+
+/// How many times to try, and how long to wait between tries.
+///
+/// Before retry `n` (`n` = 1 for the second attempt) the wait is
+/// `min(base_delay × 2^(n-1), max_delay)`, then multiplied by a factor drawn uniformly
+/// between the jitter bounds. Jitter comes after the cap, so a capped delay still spreads.
+///
+/// # Default
+///
+/// [`RetryPolicy::DEFAULT`], also [`RetryPolicy::default()`]:
+///
+/// - at most **5 attempts** (4 retries);
+/// - base delay **200 ms**, doubling: 200, 400, 800, 1600 ms before jitter;
+/// - each delay capped at **2 s**;
+/// - jitter **80 % to 120 %**;
+/// - so at most **3.6 s** of waiting in all before the last error is returned.
+///
+/// # Validity
+///
+/// The builders are `const fn`s that record what they are given; [`validate`](Self::validate)
+/// says whether the result makes sense (at least one attempt, base delay not above the cap,
+/// `0 < jitter min ≤ jitter max`). A policy given to `#[d1_retry(policy = ...)]` is
+/// validated by the compiler. The driver never panics on an invalid policy: it makes a
+/// single attempt and logs the [`PolicyError`] at error level.
+///
+/// ```
+/// use core::time::Duration;
+/// use d1_retry_runtime::RetryPolicy;
+///
+/// const QUICK: RetryPolicy = RetryPolicy::DEFAULT
+///     .with_max_attempts(3)
+///     .with_base_delay(Duration::from_millis(50))
+///     .with_max_delay(Duration::from_millis(100));
+///
+/// assert_eq!(QUICK.validate(), Ok(()));
+/// assert_eq!(QUICK.max_attempts(), 3);
+/// assert_eq!(
+///     QUICK.delay_bounds(2),
+///     (Duration::from_millis(80), Duration::from_millis(120)),
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RetryPolicy {
+    max_attempts: u32,
+    base_delay: Duration,
+    max_delay: Duration,
+    jitter_min_percent: u32,
+    jitter_max_percent: u32,
+}
+
+/// Why a [`RetryPolicy`] was refused by [`RetryPolicy::validate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// `max_attempts` is 0: a call must be tried at least once.
+    ZeroAttempts,
+    /// The base delay is above the cap, so every delay would be the cap.
+    BaseAboveCap,
+    /// The jitter bounds are not `0 < min ≤ max`.
+    InvalidJitter,
+}
+
+impl PolicyError {
+    /// What is wrong and what to write instead, as one sentence.
+    #[must_use]
+    pub const fn message(self) -> &'static str {
+        match self {
+            Self::ZeroAttempts => {
+                "invalid RetryPolicy: max_attempts is 0; a call is always tried at least once, \
+                 use max_attempts = 1 to turn retries off"
+            }
+            Self::BaseAboveCap => {
+                "invalid RetryPolicy: the base delay is above the maximum delay; \
+                 lower the base delay or raise the maximum"
+            }
+            Self::InvalidJitter => {
+                "invalid RetryPolicy: jitter bounds must satisfy 0 < min <= max \
+                 (in percent of the delay, e.g. 80 and 120)"
+            }
+        }
+    }
+}
+
+impl fmt::Display for PolicyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for PolicyError {}
+
+impl RetryPolicy {
+    /// The default policy: 5 attempts, 200 ms doubling to a 2 s cap, 80-120 % jitter.
+    pub const DEFAULT: RetryPolicy = RetryPolicy {
+        max_attempts: 5,
+        base_delay: Duration::from_millis(200),
+        max_delay: Duration::from_secs(2),
+        jitter_min_percent: 80,
+        jitter_max_percent: 120,
+    };
+
+    /// The same policy with at most `attempts` attempts in all (the first try included).
+    #[must_use]
+    pub const fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// The same policy with `delay` before the first retry (doubled for each later one).
+    #[must_use]
+    pub const fn with_base_delay(mut self, delay: Duration) -> Self {
+        self.base_delay = delay;
+        self
+    }
+
+    /// The same policy with every delay capped at `delay` before jitter.
+    #[must_use]
+    pub const fn with_max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
+    /// The same policy with each delay scaled by a factor drawn uniformly from
+    /// `min_percent`% to `max_percent`%. `with_jitter(100, 100)` turns jitter off.
+    #[must_use]
+    pub const fn with_jitter(mut self, min_percent: u32, max_percent: u32) -> Self {
+        self.jitter_min_percent = min_percent;
+        self.jitter_max_percent = max_percent;
+        self
+    }
+
+    /// At most this many attempts are made, the first one included.
+    #[must_use]
+    pub const fn max_attempts(&self) -> u32 {
+        self.max_attempts
+    }
+
+    /// The delay before the first retry, before jitter.
+    #[must_use]
+    pub const fn base_delay(&self) -> Duration {
+        self.base_delay
+    }
+
+    /// The cap on every delay, before jitter.
+    #[must_use]
+    pub const fn max_delay(&self) -> Duration {
+        self.max_delay
+    }
+
+    /// The jitter bounds, in percent of the capped delay.
+    #[must_use]
+    pub const fn jitter_percent(&self) -> (u32, u32) {
+        (self.jitter_min_percent, self.jitter_max_percent)
+    }
+
+    /// Checks the settings; see the type's documentation for the rules.
+    ///
+    /// ```
+    /// use d1_retry_runtime::{PolicyError, RetryPolicy};
+    /// assert_eq!(
+    ///     RetryPolicy::DEFAULT.with_max_attempts(0).validate(),
+    ///     Err(PolicyError::ZeroAttempts),
+    /// );
+    /// ```
+    pub const fn validate(&self) -> Result<(), PolicyError> {
+        if self.max_attempts == 0 {
+            return Err(PolicyError::ZeroAttempts);
+        }
+        if self.base_delay.as_nanos() > self.max_delay.as_nanos() {
+            return Err(PolicyError::BaseAboveCap);
+        }
+        if self.jitter_min_percent == 0 || self.jitter_min_percent > self.jitter_max_percent {
+            return Err(PolicyError::InvalidJitter);
+        }
+        Ok(())
+    }
+
+    /// The smallest and the largest delay before retry `retry` (1-based: retry 1 comes
+    /// after the first attempt failed).
+    ///
+    /// Retries that the policy never makes (`retry` of 0, or `retry >= max_attempts`)
+    /// have no delay: `(0, 0)`.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use d1_retry_runtime::RetryPolicy;
+    /// let ms = Duration::from_millis;
+    /// assert_eq!(RetryPolicy::DEFAULT.delay_bounds(1), (ms(160), ms(240)));
+    /// assert_eq!(RetryPolicy::DEFAULT.delay_bounds(4), (ms(1280), ms(1920)));
+    /// assert_eq!(RetryPolicy::DEFAULT.delay_bounds(5), (ms(0), ms(0)));
+    /// ```
+    #[must_use]
+    pub const fn delay_bounds(&self, retry: u32) -> (Duration, Duration) {
+        if retry == 0 || retry >= self.max_attempts {
+            return (Duration::ZERO, Duration::ZERO);
+        }
+        let capped = self.capped_nanos(retry);
+        (
+            nanos(capped * self.jitter_min_percent as u128 / 100),
+            nanos(capped * self.jitter_max_percent as u128 / 100),
+        )
+    }
+
+    /// The largest total wait this policy can make before it gives up.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use d1_retry_runtime::RetryPolicy;
+    /// assert_eq!(RetryPolicy::DEFAULT.max_total_delay(), Duration::from_millis(3600));
+    /// ```
+    #[must_use]
+    pub const fn max_total_delay(&self) -> Duration {
+        let mut total: u128 = 0;
+        let mut retry = 1;
+        while retry < self.max_attempts {
+            total += self.delay_bounds(retry).1.as_nanos();
+            retry += 1;
+        }
+        nanos(total)
+    }
+
+    /// `min(base × 2^(retry-1), cap)` in nanoseconds; the shift saturates instead of overflowing.
+    const fn capped_nanos(&self, retry: u32) -> u128 {
+        let cap = self.max_delay.as_nanos();
+        let base = self.base_delay.as_nanos();
+        let doublings = retry - 1;
+        // A base of a few nanoseconds doubled 100 times already exceeds any Duration.
+        let exponential = if doublings >= 100 {
+            u128::MAX
+        } else {
+            base.saturating_mul(1u128 << doublings)
+        };
+        if exponential < cap { exponential } else { cap }
+    }
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// A `Duration` of `n` nanoseconds, saturating at the largest one.
+const fn nanos(n: u128) -> Duration {
+    let secs = n / 1_000_000_000;
+    if secs > u64::MAX as u128 {
+        return Duration::MAX;
+    }
+    Duration::new(secs as u64, (n % 1_000_000_000) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn default_schedule_is_the_documented_one() {
+        let p = RetryPolicy::default();
+        assert_eq!(p, RetryPolicy::DEFAULT);
+        assert_eq!(p.max_attempts(), 5);
+        assert_eq!(p.delay_bounds(0), (ms(0), ms(0)));
+        assert_eq!(p.delay_bounds(1), (ms(160), ms(240)));
+        assert_eq!(p.delay_bounds(2), (ms(320), ms(480)));
+        assert_eq!(p.delay_bounds(3), (ms(640), ms(960)));
+        assert_eq!(p.delay_bounds(4), (ms(1280), ms(1920)));
+        assert_eq!(p.delay_bounds(5), (ms(0), ms(0)));
+        assert_eq!(p.max_total_delay(), ms(3600));
+    }
+
+    #[test]
+    fn cap_applies_before_jitter() {
+        let p = RetryPolicy::DEFAULT.with_max_attempts(10);
+        // 200 × 2^4 = 3200 ms, capped to 2000 ms, then jittered.
+        assert_eq!(p.delay_bounds(5), (ms(1600), ms(2400)));
+        assert_eq!(p.delay_bounds(9), (ms(1600), ms(2400)));
+    }
+
+    #[test]
+    fn cap_equal_to_exponential_is_kept() {
+        let p = RetryPolicy::DEFAULT
+            .with_max_attempts(4)
+            .with_max_delay(ms(400))
+            .with_jitter(100, 100);
+        assert_eq!(p.delay_bounds(2), (ms(400), ms(400)));
+        assert_eq!(p.delay_bounds(3), (ms(400), ms(400)));
+    }
+
+    #[test]
+    fn huge_retry_numbers_saturate() {
+        let p = RetryPolicy::DEFAULT
+            .with_max_attempts(u32::MAX)
+            .with_max_delay(Duration::MAX)
+            .with_jitter(100, 100);
+        assert_eq!(p.delay_bounds(200).1, Duration::MAX);
+        assert_eq!(p.delay_bounds(3), (ms(800), ms(800)));
+    }
+
+    #[test]
+    fn validation_names_each_mistake() {
+        let p = RetryPolicy::DEFAULT;
+        assert_eq!(p.validate(), Ok(()));
+        assert_eq!(p.with_max_attempts(1).validate(), Ok(()));
+        assert_eq!(
+            p.with_max_attempts(0).validate(),
+            Err(PolicyError::ZeroAttempts)
+        );
+        assert_eq!(
+            p.with_base_delay(ms(2001)).validate(),
+            Err(PolicyError::BaseAboveCap)
+        );
+        assert_eq!(p.with_base_delay(ms(2000)).validate(), Ok(()));
+        assert_eq!(
+            p.with_jitter(0, 120).validate(),
+            Err(PolicyError::InvalidJitter)
+        );
+        assert_eq!(
+            p.with_jitter(121, 120).validate(),
+            Err(PolicyError::InvalidJitter)
+        );
+        assert_eq!(p.with_jitter(120, 120).validate(), Ok(()));
+        assert_eq!(p.with_jitter(1, 1).validate(), Ok(()));
+        assert!(
+            PolicyError::ZeroAttempts
+                .to_string()
+                .contains("max_attempts")
+        );
+    }
+
+    #[test]
+    fn accessors_report_settings() {
+        let p = RetryPolicy::DEFAULT
+            .with_base_delay(ms(10))
+            .with_max_delay(ms(20))
+            .with_jitter(90, 110);
+        assert_eq!(p.base_delay(), ms(10));
+        assert_eq!(p.max_delay(), ms(20));
+        assert_eq!(p.jitter_percent(), (90, 110));
+    }
+}

@@ -1,0 +1,193 @@
+use core::fmt::Display;
+use core::future::Future;
+use std::error::Error;
+
+use crate::driver::{Access, Driver};
+use crate::failure::Failure;
+use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
+
+/// The retry driver, for code that does not use `#[d1_retry]`.
+///
+/// It runs an attempt, and when the attempt fails it classifies the error, decides with
+/// [`should_retry`](crate::should_retry) whether running the attempt again is safe, waits
+/// through the [`Sleeper`], logs, and tries again, at most
+/// [`max_attempts`](RetryPolicy::max_attempts) times. When it stops, the caller gets the
+/// last attempt's error value unchanged.
+///
+/// # Default
+///
+/// - the attempt may write: only [`NotExecuted`](FailureClass::NotExecuted) failures are
+///   retried until [`read_only`](Self::read_only) or [`idempotent`](Self::idempotent) says otherwise;
+/// - [`RetryPolicy::DEFAULT`];
+/// - [`DefaultSleeper`];
+/// - jitter seeded from the platform, different on every call.
+///
+/// The futures need not be `Send`, and a call whose first attempt succeeds allocates nothing.
+///
+/// ```
+/// # #[derive(Debug)] struct DbError(&'static str);
+/// # impl std::fmt::Display for DbError {
+/// #     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.0) }
+/// # }
+/// # impl std::error::Error for DbError {}
+/// # async fn query_user(_id: i64) -> Result<String, DbError> { Ok("ada".into()) }
+/// use d1_retry_runtime::Retry;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), DbError> {
+/// let name = Retry::new("users.find")
+///     .read_only(true)
+///     .run(|| query_user(7))
+///     .await?;
+/// assert_eq!(name, "ada");
+/// # Ok(()) }
+/// ```
+#[must_use = "a Retry does nothing until `run` is awaited"]
+pub struct Retry<'a, S = DefaultSleeper> {
+    operation: &'a str,
+    access: Access,
+    policy: RetryPolicy,
+    sleeper: S,
+    seed: Option<u64>,
+}
+
+impl<'a> Retry<'a, DefaultSleeper> {
+    /// A driver for the operation named `operation` (the `d1.operation` log field).
+    pub fn new(operation: &'a str) -> Self {
+        Retry {
+            operation,
+            access: Access::Write,
+            policy: RetryPolicy::DEFAULT,
+            sleeper: DefaultSleeper::default(),
+            seed: None,
+        }
+    }
+}
+
+impl<'a, S> Retry<'a, S> {
+    /// Whether every statement the attempt runs is read-only, so that failures after which
+    /// it may have run can be retried. Pass the verdict of [`is_read_only`](crate::is_read_only).
+    pub fn read_only(mut self, read_only: bool) -> Self {
+        self.access = if read_only {
+            Access::ReadOnly
+        } else {
+            Access::Write
+        };
+        self
+    }
+
+    /// Declares that running the attempt twice has the effect of running it once
+    /// (an upsert, `INSERT OR IGNORE`, ...), so it is retried like a read.
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.access = if idempotent {
+            Access::Idempotent
+        } else {
+            Access::Write
+        };
+        self
+    }
+
+    /// The schedule and the number of attempts.
+    pub fn policy(mut self, policy: RetryPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Seeds the jitter, for reproducible tests.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Waits through `sleeper` instead of the [`DefaultSleeper`].
+    pub fn sleeper<S2: Sleeper>(self, sleeper: S2) -> Retry<'a, S2> {
+        Retry {
+            operation: self.operation,
+            access: self.access,
+            policy: self.policy,
+            sleeper,
+            seed: self.seed,
+        }
+    }
+}
+
+impl<S: Sleeper> Retry<'_, S> {
+    /// Runs `attempt` until it succeeds or must not be retried; errors are classified with
+    /// [`classify`](crate::classify), their `source()` chain included.
+    pub async fn run<T, E, F, Fut>(self, attempt: F) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Error + 'static,
+    {
+        self.drive(ByError, attempt).await
+    }
+
+    /// Like [`run`](Self::run), for error types that are not `std::error::Error`
+    /// (`anyhow::Error`, `String`, ...): `classify` decides each error's class.
+    ///
+    /// ```
+    /// use d1_retry_runtime::{classify_message, Retry};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let result: Result<u32, String> = Retry::new("jobs.count")
+    ///     .read_only(true)
+    ///     .run_by(|e: &String| classify_message(e), || async { Ok(3) })
+    ///     .await;
+    /// assert_eq!(result, Ok(3));
+    /// # }
+    /// ```
+    pub async fn run_by<T, E, C, F, Fut>(self, classify: C, attempt: F) -> Result<T, E>
+    where
+        C: FnMut(&E) -> FailureClass,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Display,
+    {
+        self.drive(ByFn(classify), attempt).await
+    }
+
+    async fn drive<T, E, C, F, Fut>(self, mut classifier: C, mut attempt: F) -> Result<T, E>
+    where
+        C: Classifier<E>,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let mut driver =
+            Driver::new(self.policy, self.operation, self.sleeper).with_seed(self.seed);
+        loop {
+            let error = match attempt().await {
+                Ok(value) => return Ok(value),
+                Err(error) => error,
+            };
+            let failure = classifier.failure(&error);
+            match driver.next_delay(&failure, self.access) {
+                Some(delay) => {
+                    // Dropped before the wait, so a `!Send` error never lives across it.
+                    drop(error);
+                    driver.sleep(delay).await;
+                }
+                None => return Err(error),
+            }
+        }
+    }
+}
+
+/// How [`Retry::drive`] turns the caller's error into a [`Failure`].
+trait Classifier<E> {
+    fn failure<'e>(&mut self, error: &'e E) -> Failure<'e>;
+}
+
+struct ByError;
+
+impl<E: Error + 'static> Classifier<E> for ByError {
+    fn failure<'e>(&mut self, error: &'e E) -> Failure<'e> {
+        Failure::from_error(error)
+    }
+}
+
+struct ByFn<C>(C);
+
+impl<E: Display, C: FnMut(&E) -> FailureClass> Classifier<E> for ByFn<C> {
+    fn failure<'e>(&mut self, error: &'e E) -> Failure<'e> {
+        Failure::with_class((self.0)(error), error)
+    }
+}

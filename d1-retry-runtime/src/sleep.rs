@@ -1,0 +1,85 @@
+use core::future::Future;
+use core::time::Duration;
+
+/// Waits between attempts.
+///
+/// d1-retry never reads a clock itself (`std::time::Instant` panics inside a Worker); it
+/// only asks a sleeper to wait. [`DefaultSleeper`] is chosen by features: [`WorkerSleeper`]
+/// on `wasm32` with the `worker` feature, otherwise [`TokioSleeper`] with the `tokio`
+/// feature (on by default). Any `Fn(Duration) -> impl Future<Output = ()>` is a sleeper too.
+///
+/// The future need not be `Send`: Worker futures are not.
+///
+/// ```
+/// use core::time::Duration;
+/// use d1_retry_runtime::Sleeper;
+///
+/// // A sleeper that never waits, for a test that does not care about time.
+/// let no_wait = |_: Duration| core::future::ready(());
+/// let _sleep = no_wait.sleep(Duration::from_millis(200));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot wait between attempts",
+    label = "not a d1-retry sleeper",
+    note = "enable the `tokio` feature (native) or the `worker` feature (wasm32), \
+            or pass a sleeper of your own"
+)]
+pub trait Sleeper {
+    /// The future that completes after the delay.
+    type Sleep: Future<Output = ()>;
+
+    /// Returns a future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> Self::Sleep;
+}
+
+impl<F, Fut> Sleeper for F
+where
+    F: Fn(Duration) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    type Sleep = Fut;
+
+    fn sleep(&self, duration: Duration) -> Fut {
+        self(duration)
+    }
+}
+
+/// Sleeps through `tokio::time::sleep`, so tests can use tokio's paused clock.
+///
+/// Do not use it inside a Worker: tokio's timer panics on `wasm32-unknown-unknown`.
+#[cfg(feature = "tokio")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioSleeper;
+
+#[cfg(feature = "tokio")]
+impl Sleeper for TokioSleeper {
+    type Sleep = tokio::time::Sleep;
+
+    fn sleep(&self, duration: Duration) -> Self::Sleep {
+        tokio::time::sleep(duration)
+    }
+}
+
+/// The sleeper used when none is given: [`TokioSleeper`] on native targets with the
+/// `tokio` feature, `WorkerSleeper` on `wasm32` with the `worker` feature.
+#[cfg(all(feature = "worker", target_arch = "wasm32"))]
+pub type DefaultSleeper = crate::worker::WorkerSleeper;
+
+/// The sleeper used when none is given: [`TokioSleeper`] on native targets with the
+/// `tokio` feature, `WorkerSleeper` on `wasm32` with the `worker` feature.
+#[cfg(all(
+    feature = "tokio",
+    not(all(feature = "worker", target_arch = "wasm32"))
+))]
+pub type DefaultSleeper = TokioSleeper;
+
+/// The sleeper used when none is given. Neither the `tokio` nor the `worker` feature is
+/// on, so there is none: pass one with `Retry::sleeper`.
+#[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]
+pub type DefaultSleeper = NoDefaultSleeper;
+
+/// Stands in for [`DefaultSleeper`] when no feature provides one; it is not a [`Sleeper`],
+/// so using it is a compile error that names the features to enable.
+#[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoDefaultSleeper;
