@@ -1,6 +1,8 @@
 use core::fmt;
 use core::time::Duration;
 
+use crate::RetryBudget;
+
 /// How many times to try, and how long to wait between tries.
 ///
 /// Before retry `n` (`n` = 1 for the second attempt) the wait is
@@ -15,13 +17,17 @@ use core::time::Duration;
 /// - base delay **200 ms**, doubling: 200, 400, 800, 1600 ms before jitter;
 /// - each delay capped at **2 s**;
 /// - jitter **80 % to 120 %**;
-/// - so at most **3.6 s** of waiting in all before the last error is returned.
+/// - so at most **3.6 s** of waiting in all before the last error is returned;
+/// - retries throttled by [`RetryBudget::DEFAULT`], shared by every call in the process
+///   (or Worker isolate): when D1 keeps failing, retries pause instead of multiplying the
+///   load. [`with_budget`](Self::with_budget) and [`without_budget`](Self::without_budget)
+///   change that.
 ///
 /// # Validity
 ///
 /// The builders are `const fn`s that record what they are given; [`validate`](Self::validate)
 /// says whether the result makes sense (at least one attempt, base delay not above the cap,
-/// `0 < jitter min ≤ jitter max`). A policy given to `#[d1_retry(policy = ...)]` is
+/// `0 < jitter min ≤ jitter max`, a valid [`RetryBudget`]). A policy given to `#[d1_retry(policy = ...)]` is
 /// validated by the compiler. The driver never panics on an invalid policy: it makes a
 /// single attempt and logs the [`PolicyError`] at error level.
 ///
@@ -48,6 +54,7 @@ pub struct RetryPolicy {
     max_delay: Duration,
     jitter_min_percent: u32,
     jitter_max_percent: u32,
+    budget: Option<RetryBudget>,
 }
 
 /// Why a [`RetryPolicy`] was refused by [`RetryPolicy::validate`].
@@ -60,6 +67,8 @@ pub enum PolicyError {
     BaseAboveCap,
     /// The jitter bounds are not `0 < min ≤ max`.
     InvalidJitter,
+    /// The retry budget's limits are out of range (see [`RetryBudget::validate`]).
+    InvalidBudget,
 }
 
 impl PolicyError {
@@ -78,6 +87,11 @@ impl PolicyError {
             Self::InvalidJitter => {
                 "invalid RetryPolicy: jitter bounds must satisfy 0 < min <= max \
                  (in percent of the delay, e.g. 80 and 120)"
+            }
+            Self::InvalidBudget => {
+                "invalid RetryPolicy: a retry budget needs 1 to 1000 max tokens and a token ratio \
+                 above 0 and not above them (e.g. RetryBudget::DEFAULT: 100 tokens, ratio 0.1), \
+                 or use without_budget()"
             }
         }
     }
@@ -99,6 +113,7 @@ impl RetryPolicy {
         max_delay: Duration::from_secs(2),
         jitter_min_percent: 80,
         jitter_max_percent: 120,
+        budget: Some(RetryBudget::DEFAULT),
     };
 
     /// The same policy with at most `attempts` attempts in all (the first try included).
@@ -129,6 +144,28 @@ impl RetryPolicy {
         self.jitter_min_percent = min_percent;
         self.jitter_max_percent = max_percent;
         self
+    }
+
+    /// The same policy with its retries throttled by `budget` instead of the shared
+    /// [`RetryBudget::DEFAULT`].
+    #[must_use]
+    pub const fn with_budget(mut self, budget: RetryBudget) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
+    /// The same policy with no retry budget: every retry the schedule allows is made, however
+    /// often D1 fails.
+    #[must_use]
+    pub const fn without_budget(mut self) -> Self {
+        self.budget = None;
+        self
+    }
+
+    /// The retry budget that throttles this policy's retries, if any.
+    #[must_use]
+    pub const fn budget(&self) -> Option<RetryBudget> {
+        self.budget
     }
 
     /// At most this many attempts are made, the first one included.
@@ -174,6 +211,9 @@ impl RetryPolicy {
         if self.jitter_min_percent == 0 || self.jitter_min_percent > self.jitter_max_percent {
             return Err(PolicyError::InvalidJitter);
         }
+        if let Some(budget) = &self.budget {
+            return budget.validate();
+        }
         Ok(())
     }
 
@@ -215,6 +255,14 @@ impl RetryPolicy {
         let mut total: u128 = 0;
         let mut retry = 1;
         while retry < self.max_attempts {
+            if self.capped_nanos(retry) == self.max_delay.as_nanos() {
+                // Every later delay is the cap too: count them at once instead of looping
+                // up to `u32::MAX` times.
+                let remaining = (self.max_attempts - retry) as u128;
+                return nanos(total.saturating_add(
+                    remaining.saturating_mul(self.delay_bounds(retry).1.as_nanos()),
+                ));
+            }
             total += self.delay_bounds(retry).1.as_nanos();
             retry += 1;
         }
@@ -302,6 +350,52 @@ mod tests {
     }
 
     #[test]
+    fn total_delay_counts_capped_retries_without_looping() {
+        let p = RetryPolicy::DEFAULT.with_max_attempts(7);
+        // 240 + 480 + 960 + 1920 + 2400 + 2400
+        assert_eq!(p.max_total_delay(), ms(8400));
+        assert_eq!(
+            RetryPolicy::DEFAULT.with_max_attempts(1).max_total_delay(),
+            ms(0)
+        );
+        assert_eq!(
+            RetryPolicy::DEFAULT.with_max_attempts(2).max_total_delay(),
+            ms(240)
+        );
+        let endless = RetryPolicy::DEFAULT.with_max_attempts(u32::MAX);
+        assert_eq!(
+            endless.max_total_delay(),
+            ms(240 + 480 + 960 + 1920) + ms(2400) * (u32::MAX - 5)
+        );
+        let uncapped = RetryPolicy::DEFAULT
+            .with_max_attempts(4)
+            .with_max_delay(ms(10_000));
+        assert_eq!(uncapped.max_total_delay(), ms(240 + 480 + 960));
+    }
+
+    #[test]
+    fn durations_saturate_instead_of_wrapping() {
+        let p = RetryPolicy::DEFAULT
+            .with_max_delay(Duration::MAX)
+            .with_jitter(100, 120);
+        assert_eq!(p.delay_bounds(1).1, ms(240));
+        let huge = RetryPolicy::DEFAULT
+            .with_base_delay(Duration::MAX)
+            .with_max_delay(Duration::MAX)
+            .with_jitter(100, 120);
+        assert_eq!(huge.delay_bounds(1), (Duration::MAX, Duration::MAX));
+        let exact = RetryPolicy::DEFAULT
+            .with_base_delay(Duration::new(u64::MAX, 0))
+            .with_max_delay(Duration::new(u64::MAX, 0))
+            .with_jitter(100, 100);
+        assert_eq!(
+            exact.delay_bounds(1),
+            (Duration::new(u64::MAX, 0), Duration::new(u64::MAX, 0))
+        );
+        assert_eq!(huge.max_total_delay(), Duration::MAX);
+    }
+
+    #[test]
     fn validation_names_each_mistake() {
         let p = RetryPolicy::DEFAULT;
         assert_eq!(p.validate(), Ok(()));
@@ -329,6 +423,26 @@ mod tests {
             PolicyError::ZeroAttempts
                 .to_string()
                 .contains("max_attempts")
+        );
+    }
+
+    #[test]
+    fn budget_is_on_by_default_and_can_be_changed_or_removed() {
+        static TOKENS: crate::RetryTokens = crate::RetryTokens::new();
+        let p = RetryPolicy::DEFAULT;
+        assert_eq!(p.budget(), Some(RetryBudget::DEFAULT));
+        assert_eq!(p.without_budget().budget(), None);
+        let own = RetryBudget::new(&TOKENS).with_max_tokens(5);
+        assert_eq!(p.with_budget(own).budget(), Some(own));
+        assert_eq!(p.without_budget().validate(), Ok(()));
+        assert_eq!(
+            p.with_budget(own.with_max_tokens(0)).validate(),
+            Err(PolicyError::InvalidBudget)
+        );
+        assert!(
+            PolicyError::InvalidBudget
+                .to_string()
+                .contains("without_budget()")
         );
     }
 
