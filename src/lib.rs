@@ -1,11 +1,100 @@
 //! Keep Cloudflare Workers working through transient D1 failures, without ever running a
 //! write twice.
 //!
-//! STUB: the facade documentation is written with the attribute.
+//! D1 fails now and then for reasons unrelated to the query: a node cannot be resolved, a
+//! Durable Object resets, the network drops, the queue overflows. Retrying helps, but after a
+//! failure that leaves it unknown whether a write ran, a careless retry runs it twice.
+//! d1-retry retries exactly the failures that are safe to retry:
+//!
+//! ```
+//! # #[derive(Debug)] pub struct Error(String);
+//! # impl std::fmt::Display for Error {
+//! #     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(&self.0) }
+//! # }
+//! # impl std::error::Error for Error {}
+//! # pub struct D1Database;
+//! # pub struct Statement;
+//! # impl D1Database { pub fn prepare(&self, _sql: impl Into<String>) -> Statement { Statement } }
+//! # impl Statement {
+//! #     pub fn bind(self, _values: &[i64]) -> Result<Self, Error> { Ok(self) }
+//! #     pub async fn first(self) -> Result<Option<i64>, Error> { Ok(Some(7)) }
+//! #     pub async fn run(self) -> Result<u64, Error> { Ok(1) }
+//! # }
+//! use d1_retry::d1_retry;
+//!
+//! struct UserRepo {
+//!     db: D1Database, // worker::D1Database in a Worker
+//! }
+//!
+//! impl UserRepo {
+//!     /// A read: retried whether or not D1 may have run it.
+//!     #[d1_retry]
+//!     async fn find(&self, id: i64) -> Result<Option<i64>, Error> {
+//!         self.db
+//!             .prepare("SELECT id FROM users WHERE id = ?1")
+//!             .bind(&[id])?
+//!             .first()
+//!             .await
+//!     }
+//!
+//!     /// A lone write: retried only when D1 was never reached.
+//!     #[d1_retry]
+//!     async fn rename(&self, id: i64) -> Result<u64, Error> {
+//!         self.db
+//!             .prepare("UPDATE users SET name = 'ada' WHERE id = ?1")
+//!             .bind(&[id])?
+//!             .run()
+//!             .await
+//!     }
+//! }
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! #     let repo = UserRepo { db: D1Database };
+//! #     assert_eq!(repo.find(7).await.ok(), Some(Some(7)));
+//! #     assert_eq!(repo.rename(7).await.ok(), Some(1));
+//! # }
+//! ```
+//!
+//! Every failure is sorted into one of three classes from D1's error vocabulary
+//! ([`classify`]): *not executed* (D1 was never reached), *maybe executed*, or *permanent*
+//! (retrying cannot help). Every statement is judged read-only or not by [`is_read_only`],
+//! which lexes SQL the way SQLite does: at compile time when the SQL is a literal or a
+//! constant, at run time otherwise. The attribute combines the two:
+//!
+//! | the function | not executed | maybe executed | permanent |
+//! |---|---|---|---|
+//! | every statement read-only (literal, or dynamic and read-only in this attempt) | retry | retry | no |
+//! | exactly one statement, which may write | retry | no | no |
+//! | several statements, one of them a literal write | compile error, unless `idempotent` | | |
+//! | several statements, a dynamic one wrote in this attempt | no | no | no |
+//! | `#[d1_retry(idempotent)]`: re-running the whole body is safe | retry | retry | no |
+//! | no statement found | compile error, unless `read_only` or `idempotent` | | |
+//!
+//! Retries wait 200 ms, doubling, capped at 2 s, jittered to 80-120 %, for at most 5
+//! attempts ([`RetryPolicy`]); a shared [`RetryBudget`] pauses them while D1 keeps failing.
+//! Each retry logs a `tracing` warning with the fields `d1.operation`, `d1.read_only`,
+//! `d1.attempt`, `d1.max_attempts`, `d1.failure_class`, `d1.failure` and `d1.delay_ms`.
+//! When it stops, the caller gets the last error value, of its own type, unchanged.
+//!
+//! [`d1_retry`] documents the options, the shapes it accepts and the code it expands to;
+//! [`Retry`] is the same driver without the attribute.
+//!
+//! # Features
+//!
+//! - `tokio` (default): wait through tokio's timer ([`TokioSleeper`]), for native targets and
+//!   tests with tokio's paused clock.
+//! - `worker`: classify `worker::Error` and wait through `worker::Delay` on `wasm32`.
 #![warn(missing_docs)]
 
+#[doc(inline)]
 pub use d1_retry_macros::d1_retry;
 pub use d1_retry_runtime::*;
 
 #[doc(hidden)]
 pub use d1_retry_runtime::__private;
+
+/// The attribute's documentation lives in the proc-macro crate, which cannot run examples
+/// that use `d1_retry`; they are compiled and run here, as doctests of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../d1-retry-macros/src/d1_retry.md")]
+struct AttributeDocTests;

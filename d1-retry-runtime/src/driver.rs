@@ -86,11 +86,18 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             return None;
         }
         let class = failure.class();
+        // Every transient failure is news about D1's health and spends a token, whether or
+        // not this particular failure could be retried; a permanent one means D1 answered.
+        let budget_exhausted = match self.policy.budget() {
+            Some(budget) if class != FailureClass::Permanent => !budget.record_failure(),
+            _ => false,
+        };
         let event = log::Event {
             operation: self.operation,
             read_only: access.is_read_only(),
             attempt: self.attempt,
             max_attempts: self.policy.max_attempts(),
+            budget_exhausted,
             failure,
         };
         if !access.allows(class) {
@@ -101,11 +108,25 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             log::exhausted(&event);
             return None;
         }
+        if budget_exhausted {
+            log::budget_exhausted(&event);
+            return None;
+        }
         let (min, max) = self.policy.delay_bounds(self.attempt);
         let delay = jitter::draw(&mut self.rng, self.seed, min, max);
         log::retrying(&event, delay);
         self.attempt += 1;
         Some(delay)
+    }
+
+    /// Called once the current attempt succeeded: gives the retry budget back its share.
+    ///
+    /// One relaxed atomic load while the budget is full, no allocation, nothing logged.
+    #[inline]
+    pub fn succeeded(&self) {
+        if let Some(budget) = self.policy.budget() {
+            budget.record_success();
+        }
     }
 
     /// Waits `delay` through the sleeper.

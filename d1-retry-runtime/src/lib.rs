@@ -27,9 +27,11 @@
 //! - `tokio` (default): [`TokioSleeper`], the default sleeper on native targets.
 //! - `worker`: classification of `worker::Error`, the `worker::Delay` sleeper (the default
 //!   on `wasm32`) and the `D1Retry` wrapper.
+//! - `testing`: the `testing` module, a local D1 on SQLite with injectable failures, for tests.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
+mod budget;
 mod class;
 mod classify;
 mod driver;
@@ -43,7 +45,12 @@ mod sleep;
 
 #[doc(hidden)]
 pub mod __private;
+#[cfg(feature = "testing")]
+pub mod testing;
+#[cfg(feature = "worker")]
+pub mod worker;
 
+pub use crate::budget::{RetryBudget, RetryTokens};
 pub use crate::class::{FailureClass, should_retry};
 pub use crate::classify::{classify, classify_message};
 pub use crate::policy::{PolicyError, RetryPolicy};

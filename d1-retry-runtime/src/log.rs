@@ -11,6 +11,8 @@ pub(crate) struct Event<'a, 'e> {
     pub(crate) read_only: bool,
     pub(crate) attempt: u32,
     pub(crate) max_attempts: u32,
+    /// The retry budget had no token to spare (see [`RetryBudget`](crate::RetryBudget)).
+    pub(crate) budget_exhausted: bool,
     pub(crate) failure: &'a Failure<'e>,
 }
 
@@ -20,6 +22,7 @@ pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
         d1.read_only = event.read_only,
         d1.attempt = event.attempt,
         d1.max_attempts = event.max_attempts,
+        d1.budget_exhausted = event.budget_exhausted,
         d1.failure_class = event.failure.class().as_str(),
         d1.failure = %event.failure,
         d1.delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
@@ -33,6 +36,7 @@ pub(crate) fn exhausted(event: &Event<'_, '_>) {
         d1.read_only = event.read_only,
         d1.attempt = event.attempt,
         d1.max_attempts = event.max_attempts,
+        d1.budget_exhausted = event.budget_exhausted,
         d1.failure_class = event.failure.class().as_str(),
         d1.failure = %event.failure,
         "D1 transient failure, giving up after the last attempt"
@@ -47,6 +51,7 @@ pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
             d1.read_only = event.read_only,
             d1.attempt = event.attempt,
             d1.max_attempts = event.max_attempts,
+        d1.budget_exhausted = event.budget_exhausted,
             d1.failure_class = class.as_str(),
             d1.failure = %event.failure,
             "D1 permanent failure, not retried"
@@ -58,9 +63,25 @@ pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
         d1.read_only = event.read_only,
         d1.attempt = event.attempt,
         d1.max_attempts = event.max_attempts,
+        d1.budget_exhausted = event.budget_exhausted,
         d1.failure_class = class.as_str(),
         d1.failure = %event.failure,
         "D1 failure, giving up: retrying could run a write twice or cannot help"
+    );
+}
+
+/// A retry the schedule allowed, refused because D1 has been failing more than the budget
+/// tolerates: the caller gets the error now instead of adding load.
+pub(crate) fn budget_exhausted(event: &Event<'_, '_>) {
+    tracing::warn!(
+        d1.operation = event.operation,
+        d1.read_only = event.read_only,
+        d1.attempt = event.attempt,
+        d1.max_attempts = event.max_attempts,
+        d1.budget_exhausted = event.budget_exhausted,
+        d1.failure_class = event.failure.class().as_str(),
+        d1.failure = %event.failure,
+        "D1 transient failure, not retried: the retry budget is exhausted"
     );
 }
 

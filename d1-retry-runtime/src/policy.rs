@@ -90,7 +90,7 @@ impl PolicyError {
             }
             Self::InvalidBudget => {
                 "invalid RetryPolicy: a retry budget needs 1 to 1000 max tokens and a token ratio \
-                 above 0 and not above them (e.g. RetryBudget::DEFAULT: 100 tokens, ratio 0.1), \
+                 above 0 and not above them (e.g. RetryBudget::DEFAULT: 300 tokens, ratio 0.1), \
                  or use without_budget()"
             }
         }

@@ -155,7 +155,10 @@ impl<S: Sleeper> Retry<'_, S> {
             Driver::new(self.policy, self.operation, self.sleeper).with_seed(self.seed);
         loop {
             let error = match attempt().await {
-                Ok(value) => return Ok(value),
+                Ok(value) => {
+                    driver.succeeded();
+                    return Ok(value);
+                }
                 Err(error) => error,
             };
             let failure = classifier.failure(&error);

@@ -4,7 +4,7 @@ use core::time::Duration;
 /// Waits between attempts.
 ///
 /// d1-retry never reads a clock itself (`std::time::Instant` panics inside a Worker); it
-/// only asks a sleeper to wait. [`DefaultSleeper`] is chosen by features: [`WorkerSleeper`]
+/// only asks a sleeper to wait. [`DefaultSleeper`] is chosen by features: `worker::WorkerSleeper`
 /// on `wasm32` with the `worker` feature, otherwise [`TokioSleeper`] with the `tokio`
 /// feature (on by default). Any `Fn(Duration) -> impl Future<Output = ()>` is a sleeper too.
 ///

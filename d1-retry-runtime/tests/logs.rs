@@ -16,16 +16,21 @@ struct Line {
 
 impl Line {
     fn get(&self, name: &str) -> Option<&str> {
-        self.fields.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
 impl Visit for Line {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.fields.push((field.name().to_owned(), format!("{value:?}")));
+        self.fields
+            .push((field.name().to_owned(), format!("{value:?}")));
     }
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.fields.push((field.name().to_owned(), value.to_owned()));
+        self.fields
+            .push((field.name().to_owned(), value.to_owned()));
     }
 }
 
@@ -34,7 +39,10 @@ struct Capture(Arc<Mutex<Vec<Line>>>);
 
 impl<S: Subscriber> Layer<S> for Capture {
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
-        let mut line = Line { level: Some(*event.metadata().level()), ..Line::default() };
+        let mut line = Line {
+            level: Some(*event.metadata().level()),
+            ..Line::default()
+        };
         event.record(&mut line);
         self.0.lock().unwrap().push(line);
     }
@@ -53,13 +61,18 @@ impl std::error::Error for DbError {}
 
 async fn failing_twice(calls: &std::cell::Cell<u32>, message: &'static str) -> Result<(), DbError> {
     calls.set(calls.get() + 1);
-    if calls.get() <= 2 { Err(DbError(message)) } else { Ok(()) }
+    if calls.get() <= 2 {
+        Err(DbError(message))
+    } else {
+        Ok(())
+    }
 }
 
 #[tokio::test(start_paused = true)]
 async fn each_retry_logs_the_documented_fields() {
     let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
     let calls = std::cell::Cell::new(0);
     Retry::new("users.find")
         .read_only(true)
@@ -78,7 +91,10 @@ async fn each_retry_logs_the_documented_fields() {
         assert_eq!(line.get("d1.attempt"), Some(n.to_string().as_str()));
         assert_eq!(line.get("d1.max_attempts"), Some("5"));
         assert_eq!(line.get("d1.failure_class"), Some("maybe_executed"));
-        assert_eq!(line.get("d1.failure"), Some("D1_ERROR: Network connection lost."));
+        assert_eq!(
+            line.get("d1.failure"),
+            Some("D1_ERROR: Network connection lost.")
+        );
         let delay: u64 = line.get("d1.delay_ms").unwrap().parse().unwrap();
         let (lo, hi) = if n == 1 { (160, 240) } else { (320, 480) };
         assert!((lo..=hi).contains(&delay), "attempt {n}: {delay} ms");
@@ -88,7 +104,8 @@ async fn each_retry_logs_the_documented_fields() {
 #[tokio::test(start_paused = true)]
 async fn giving_up_logs_once() {
     let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
     let calls = std::cell::Cell::new(0);
     let result = Retry::new("users.insert")
         .run(|| failing_twice(&calls, "D1_ERROR: internal error; reference = 1f2e"))
@@ -99,7 +116,11 @@ async fn giving_up_logs_once() {
     assert_eq!(lines.len(), 1, "{lines:#?}");
     let line = &lines[0];
     assert_eq!(line.level, Some(Level::WARN));
-    assert!(line.get("message").unwrap().starts_with("D1 failure, giving up"));
+    assert!(
+        line.get("message")
+            .unwrap()
+            .starts_with("D1 failure, giving up")
+    );
     assert_eq!(line.get("d1.operation"), Some("users.insert"));
     assert_eq!(line.get("d1.read_only"), Some("false"));
     assert_eq!(line.get("d1.failure_class"), Some("maybe_executed"));
@@ -109,7 +130,8 @@ async fn giving_up_logs_once() {
 #[tokio::test(start_paused = true)]
 async fn exhausting_the_schedule_logs_every_retry_then_gives_up_once() {
     let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
     let policy = d1_retry_runtime::RetryPolicy::DEFAULT.with_max_attempts(2);
     let calls = std::cell::Cell::new(0);
     let result = Retry::new("users.find")
@@ -119,17 +141,24 @@ async fn exhausting_the_schedule_logs_every_retry_then_gives_up_once() {
         .await;
     assert!(result.is_err());
     let lines = capture.0.lock().unwrap().clone();
-    let messages: Vec<_> = lines.iter().map(|l| l.get("message").unwrap().to_owned()).collect();
+    let messages: Vec<_> = lines
+        .iter()
+        .map(|l| l.get("message").unwrap().to_owned())
+        .collect();
     assert_eq!(messages.len(), 2, "{messages:?}");
     assert_eq!(messages[0], "D1 transient failure, retrying");
-    assert!(messages[1].contains("giving up after the last attempt"), "{messages:?}");
+    assert!(
+        messages[1].contains("giving up after the last attempt"),
+        "{messages:?}"
+    );
     assert_eq!(lines[1].get("d1.attempt"), Some("2"));
 }
 
 #[tokio::test(start_paused = true)]
 async fn permanent_first_failures_stay_below_warn() {
     let capture = Capture::default();
-    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(capture.clone()));
     let calls = std::cell::Cell::new(0);
     let _ = Retry::new("users.insert")
         .run(|| failing_twice(&calls, "D1_ERROR: no such table: users: SQLITE_ERROR"))

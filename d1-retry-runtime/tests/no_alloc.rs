@@ -58,7 +58,11 @@ fn a_successful_first_attempt_allocates_nothing() {
     // Warm up anything lazily initialised by the test harness itself.
     let _ = block_on(async { Ok::<_, Never>(0) });
     let before = allocations();
-    let value = block_on(Retry::new("users.find").read_only(true).run(|| async { Ok::<_, Never>(42) }));
+    let value = block_on(
+        Retry::new("users.find")
+            .read_only(true)
+            .run(|| async { Ok::<_, Never>(42) }),
+    );
     let after = allocations();
     assert_eq!(value.unwrap(), 42);
     assert_eq!(after - before, 0, "the happy path allocated");

@@ -1,0 +1,468 @@
+//! `D1Retry`: `worker::D1Database` with every call retried, for code without `#[d1_retry]`.
+
+use core::future::{Future, IntoFuture};
+use core::pin::Pin;
+use std::rc::Rc;
+
+use serde::Deserialize;
+use worker::wasm_bindgen::JsValue;
+use worker::worker_sys::types::{D1ExecResult, D1PreparedStatement as D1PreparedStatementSys};
+use worker::{
+    D1Argument, D1Database, D1DatabaseSession, D1PreparedStatement, D1Result, D1SessionBookmark,
+    D1SessionConstraint, Result,
+};
+
+use crate::worker::WorkerSleeper;
+use crate::{Retry, RetryPolicy, is_read_only};
+
+/// A [`worker::D1Database`] whose calls are retried through transient D1 failures.
+///
+/// It has the methods of `D1Database`, with the same names, arguments and results, so
+/// switching is one line:
+///
+/// ```no_run
+/// use d1_retry_runtime::worker::D1Retry;
+/// use serde::Deserialize;
+///
+/// #[derive(Deserialize)]
+/// struct User { id: i64, name: String }
+///
+/// # async fn handler(env: worker::Env) -> worker::Result<Option<User>> {
+/// // was: let db = env.d1("DB")?;
+/// let db = D1Retry::new(env.d1("DB")?);
+/// db.prepare("SELECT id, name FROM users WHERE id = ?1")
+///     .bind(&[7.into()])?
+///     .first::<User>(None)
+///     .await
+/// # }
+/// ```
+///
+/// # What is retried
+///
+/// Each call is decided on its own, with the classes and schedule of `#[d1_retry]`:
+///
+/// - a statement is read-only when [`is_read_only`] says so for its SQL, judged once in
+///   [`prepare`](Self::prepare); a read is retried after failures that did not run it and
+///   after failures that may have run it;
+/// - a statement that may write is retried only when D1 was not reached
+///   ([`NotExecuted`](crate::FailureClass::NotExecuted)): after a failure that may have
+///   run it, the caller gets the error, because running it again could write twice;
+/// - a [`batch`](Self::batch) is one transaction: it counts as read-only only when every
+///   statement in it is;
+/// - [`exec`](Self::exec) is judged by the whole SQL text it is given, [`dump`](Self::dump)
+///   is a read;
+/// - permanent failures (constraint violations, SQL errors, limits) are never retried.
+///
+/// Retries log the `tracing` lines of [`Retry`], with the statement's SQL (its first
+/// line, at most 80 bytes) as `d1.operation`, or `D1Retry::batch` / `D1Retry::dump`.
+///
+/// Work that spans several statements, where a later one must not run again after an
+/// earlier one wrote, needs `#[d1_retry]` on the function that holds them, or a
+/// [`batch`](Self::batch): this type sees one call at a time.
+#[derive(Debug)]
+pub struct D1Retry {
+    db: D1Database,
+    policy: RetryPolicy,
+}
+
+impl D1Retry {
+    /// Wraps the binding, with [`RetryPolicy::DEFAULT`].
+    #[must_use]
+    pub fn new(db: D1Database) -> Self {
+        D1Retry {
+            db,
+            policy: RetryPolicy::DEFAULT,
+        }
+    }
+
+    /// The same wrapper with another schedule. An invalid policy (see
+    /// [`RetryPolicy::validate`]) makes every call a single attempt and logs why.
+    #[must_use]
+    pub fn with_policy(mut self, policy: RetryPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The schedule every call follows.
+    #[must_use]
+    pub fn policy(&self) -> RetryPolicy {
+        self.policy
+    }
+
+    /// The binding, for calls that must not be retried.
+    #[must_use]
+    pub fn inner(&self) -> &D1Database {
+        &self.db
+    }
+
+    /// Unwraps the binding.
+    #[must_use]
+    pub fn into_inner(self) -> D1Database {
+        self.db
+    }
+
+    /// Prepares a statement, as [`D1Database::prepare`]; its SQL is scanned here, once.
+    pub fn prepare<T: Into<String>>(&self, query: T) -> D1RetryStatement {
+        let sql: String = query.into();
+        let statement = self.db.prepare(sql.as_str());
+        D1RetryStatement::new(statement, sql, self.policy)
+    }
+
+    /// Runs the statements in one transaction, as [`D1Database::batch`]. After a failure
+    /// that may have run the batch, it is retried only when every statement is read-only.
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1Database::batch` returned it.
+    pub async fn batch(&self, statements: Vec<D1RetryStatement>) -> Result<Vec<D1Result>> {
+        run_batch(self.policy, &statements, |inner| self.db.batch(inner)).await
+    }
+
+    /// Runs one or more `\n`-separated queries without preparing them, as
+    /// [`D1Database::exec`]; retried as a read only when the whole text is read-only.
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1Database::exec` returned it.
+    pub async fn exec(&self, query: &str) -> Result<D1ExecResult> {
+        Retry::new(operation_name(query))
+            .policy(self.policy)
+            .read_only(is_read_only(query))
+            .sleeper(WorkerSleeper)
+            .run(|| self.db.exec(query))
+            .await
+    }
+
+    /// The database's contents, as [`D1Database::dump`]; retried as a read.
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1Database::dump` returned it.
+    pub async fn dump(&self) -> Result<Vec<u8>> {
+        Retry::new("D1Retry::dump")
+            .policy(self.policy)
+            .read_only(true)
+            .sleeper(WorkerSleeper)
+            .run(|| self.db.dump())
+            .await
+    }
+
+    /// Starts a session, as [`D1Database::with_session`]; its calls are retried too.
+    /// Starting a session does not reach the database, so this call itself is not retried.
+    ///
+    /// # Errors
+    ///
+    /// The error of `D1Database::with_session`.
+    pub fn with_session(&self, constraint_or_bookmark: Option<&str>) -> Result<D1RetrySession> {
+        let session = self.db.with_session(constraint_or_bookmark)?;
+        Ok(D1RetrySession {
+            session,
+            policy: self.policy,
+        })
+    }
+
+    /// Starts a session with a typed constraint, as [`D1Database::with_session_constraint`].
+    ///
+    /// # Errors
+    ///
+    /// The error of `D1Database::with_session_constraint`.
+    pub fn with_session_constraint(
+        &self,
+        constraint: D1SessionConstraint,
+    ) -> Result<D1RetrySession> {
+        let session = self.db.with_session_constraint(constraint)?;
+        Ok(D1RetrySession {
+            session,
+            policy: self.policy,
+        })
+    }
+}
+
+impl From<D1Database> for D1Retry {
+    fn from(db: D1Database) -> Self {
+        D1Retry::new(db)
+    }
+}
+
+/// A [`worker::D1DatabaseSession`] whose calls are retried, from [`D1Retry::with_session`].
+#[derive(Debug)]
+pub struct D1RetrySession {
+    session: D1DatabaseSession,
+    policy: RetryPolicy,
+}
+
+impl D1RetrySession {
+    /// Prepares a statement in this session, as [`D1DatabaseSession::prepare`].
+    pub fn prepare<T: Into<String>>(&self, query: T) -> D1RetryStatement {
+        let sql: String = query.into();
+        let statement = self.session.prepare(sql.as_str());
+        D1RetryStatement::new(statement, sql, self.policy)
+    }
+
+    /// Runs the statements in one transaction in this session, as
+    /// [`D1DatabaseSession::batch`], retried like [`D1Retry::batch`].
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1DatabaseSession::batch` returned it.
+    pub async fn batch(&self, statements: Vec<D1RetryStatement>) -> Result<Vec<D1Result>> {
+        run_batch(self.policy, &statements, |inner| self.session.batch(inner)).await
+    }
+
+    /// The latest bookmark this session saw, as [`D1DatabaseSession::get_bookmark`].
+    ///
+    /// # Errors
+    ///
+    /// The error of `D1DatabaseSession::get_bookmark`.
+    pub fn get_bookmark(&self) -> Result<Option<D1SessionBookmark>> {
+        self.session.get_bookmark()
+    }
+
+    /// The session, for calls that must not be retried.
+    #[must_use]
+    pub fn inner(&self) -> &D1DatabaseSession {
+        &self.session
+    }
+}
+
+/// A prepared statement whose calls are retried, from [`D1Retry::prepare`].
+///
+/// It has the methods of [`worker::D1PreparedStatement`]. Awaiting it runs it, like
+/// awaiting a `D1PreparedStatement`.
+#[derive(Clone, Debug)]
+#[must_use = "a statement does nothing until you run or await it"]
+pub struct D1RetryStatement {
+    statement: D1PreparedStatement,
+    /// Shared by the statements `bind_refs` and `batch_bind` derive from this one.
+    sql: Rc<str>,
+    read_only: bool,
+    policy: RetryPolicy,
+}
+
+impl D1RetryStatement {
+    fn new(statement: D1PreparedStatement, sql: String, policy: RetryPolicy) -> Self {
+        D1RetryStatement {
+            statement,
+            read_only: is_read_only(&sql),
+            sql: Rc::from(sql),
+            policy,
+        }
+    }
+
+    fn with_statement(&self, statement: D1PreparedStatement) -> Self {
+        D1RetryStatement {
+            statement,
+            sql: Rc::clone(&self.sql),
+            read_only: self.read_only,
+            policy: self.policy,
+        }
+    }
+
+    /// Whether the statement's SQL is read-only, so that failures after which it may have
+    /// run are retried.
+    #[must_use]
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The SQL the statement was prepared from.
+    #[must_use]
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+
+    /// Binds parameters, as [`D1PreparedStatement::bind`].
+    ///
+    /// # Errors
+    ///
+    /// The error of `D1PreparedStatement::bind`.
+    pub fn bind(self, values: &[JsValue]) -> Result<Self> {
+        let D1RetryStatement {
+            statement,
+            sql,
+            read_only,
+            policy,
+        } = self;
+        Ok(D1RetryStatement {
+            statement: statement.bind(values)?,
+            sql,
+            read_only,
+            policy,
+        })
+    }
+
+    /// Binds parameters to a new statement, as [`D1PreparedStatement::bind_refs`].
+    ///
+    /// # Errors
+    ///
+    /// The error of `D1PreparedStatement::bind_refs`.
+    pub fn bind_refs<'a, T, U>(&self, values: T) -> Result<Self>
+    where
+        T: IntoIterator<Item = &'a U>,
+        U: D1Argument + 'a,
+    {
+        let bound = self.statement.bind_refs(values)?;
+        Ok(self.with_statement(bound))
+    }
+
+    /// One bound statement per set of values, as [`D1PreparedStatement::batch_bind`],
+    /// ready for [`D1Retry::batch`].
+    ///
+    /// # Errors
+    ///
+    /// The error of `D1PreparedStatement::batch_bind`.
+    pub fn batch_bind<'a, U, T, V>(&self, values: T) -> Result<Vec<Self>>
+    where
+        U: IntoIterator<Item = &'a V> + 'a,
+        T: IntoIterator<Item = U> + 'a,
+        V: D1Argument + 'a,
+    {
+        let bound = self.statement.batch_bind(values)?;
+        Ok(bound
+            .into_iter()
+            .map(|statement| self.with_statement(statement))
+            .collect())
+    }
+
+    /// The first row, or one column of it, as [`D1PreparedStatement::first`].
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1PreparedStatement::first` returned it.
+    pub async fn first<T>(&self, col_name: Option<&str>) -> Result<Option<T>>
+    where
+        T: for<'a> Deserialize<'a>,
+    {
+        self.retry()
+            .run(|| self.statement.first::<T>(col_name))
+            .await
+    }
+
+    /// Runs the statement and returns its metadata, as [`D1PreparedStatement::run`].
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1PreparedStatement::run` returned it.
+    pub async fn run(&self) -> Result<D1Result> {
+        self.retry().run(|| self.statement.run()).await
+    }
+
+    /// All rows and metadata, as [`D1PreparedStatement::all`].
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1PreparedStatement::all` returned it.
+    pub async fn all(&self) -> Result<D1Result> {
+        self.retry().run(|| self.statement.all()).await
+    }
+
+    /// Rows as arrays of values, as [`D1PreparedStatement::raw`].
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1PreparedStatement::raw` returned it.
+    pub async fn raw<T>(&self) -> Result<Vec<Vec<T>>>
+    where
+        T: for<'a> Deserialize<'a>,
+    {
+        self.retry().run(|| self.statement.raw::<T>()).await
+    }
+
+    /// Rows as JavaScript values, as [`D1PreparedStatement::raw_js_value`].
+    ///
+    /// # Errors
+    ///
+    /// The last attempt's error, as `D1PreparedStatement::raw_js_value` returned it.
+    pub async fn raw_js_value(&self) -> Result<Vec<JsValue>> {
+        self.retry().run(|| self.statement.raw_js_value()).await
+    }
+
+    /// The JavaScript statement object, as [`D1PreparedStatement::inner`].
+    #[must_use]
+    pub fn inner(&self) -> &D1PreparedStatementSys {
+        self.statement.inner()
+    }
+
+    /// The statement without retries.
+    pub fn into_inner(self) -> D1PreparedStatement {
+        self.statement
+    }
+
+    fn retry(&self) -> Retry<'_, WorkerSleeper> {
+        Retry::new(operation_name(&self.sql))
+            .policy(self.policy)
+            .read_only(self.read_only)
+            .sleeper(WorkerSleeper)
+    }
+}
+
+impl IntoFuture for D1RetryStatement {
+    type Output = Result<D1Result>;
+    type IntoFuture = Pin<Box<dyn Future<Output = Result<D1Result>>>>;
+
+    /// Runs the statement, as awaiting a [`D1PreparedStatement`] does.
+    fn into_future(self) -> Self::IntoFuture {
+        Box::pin(async move { self.run().await })
+    }
+}
+
+/// Retries a batch: read-only only when every statement is. The binding is handed its own
+/// statements, rebuilt for each attempt because it consumes them.
+async fn run_batch<F, Fut>(
+    policy: RetryPolicy,
+    statements: &[D1RetryStatement],
+    mut batch: F,
+) -> Result<Vec<D1Result>>
+where
+    F: FnMut(Vec<D1PreparedStatement>) -> Fut,
+    Fut: Future<Output = Result<Vec<D1Result>>>,
+{
+    let read_only = statements.iter().all(|statement| statement.read_only);
+    Retry::new("D1Retry::batch")
+        .policy(policy)
+        .read_only(read_only)
+        .sleeper(WorkerSleeper)
+        .run(|| batch(statements.iter().map(|s| s.statement.clone()).collect()))
+        .await
+}
+
+/// The longest `d1.operation` taken from SQL; a log field, not the query.
+const OPERATION_NAME_MAX: usize = 80;
+
+/// The SQL's first non-blank line, at most [`OPERATION_NAME_MAX`] bytes, cut at a
+/// character boundary: a borrowed slice, so naming the operation allocates nothing.
+fn operation_name(sql: &str) -> &str {
+    let sql = sql.trim_start();
+    let line = sql.split('\n').next().unwrap_or(sql).trim_end();
+    if line.len() <= OPERATION_NAME_MAX {
+        return line;
+    }
+    let mut end = OPERATION_NAME_MAX;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    line.get(..end).unwrap_or(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_name_is_the_first_line() {
+        assert_eq!(operation_name("  \n SELECT id\n  FROM users"), "SELECT id");
+        assert_eq!(operation_name("SELECT 1;\r\n"), "SELECT 1;");
+        assert_eq!(operation_name(""), "");
+    }
+
+    #[test]
+    fn operation_name_is_bounded_at_a_char_boundary() {
+        let long = format!("SELECT '{}'", "é".repeat(100));
+        let name = operation_name(&long);
+        assert!(name.len() <= OPERATION_NAME_MAX, "{}", name.len());
+        assert!(name.len() >= OPERATION_NAME_MAX - 1, "{}", name.len());
+        assert!(long.starts_with(name));
+        let ascii = "x".repeat(200);
+        assert_eq!(operation_name(&ascii).len(), OPERATION_NAME_MAX);
+    }
+}

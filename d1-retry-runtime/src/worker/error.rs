@@ -1,0 +1,401 @@
+//! Reading a `worker::Error` for the classifier and the logs, without ever formatting a
+//! `D1Error`.
+//!
+//! A D1 failure reaches Rust in several shapes (`shared/notes/d1-errors.md`):
+//!
+//! - `Error::D1(D1Error)` from `first`, `run`, `raw`, `batch`, `exec` and `dump` when the
+//!   JavaScript message starts with `D1`. Its `source()` is `None` and its `Display` is the
+//!   `Debug` of the JavaScript *cause*, stack trace included, so the real texts are read
+//!   from the JavaScript error itself. `D1Error`'s own `Display` panics in `worker` 0.8.7
+//!   when the cause is an `Error` object, so nothing here uses it.
+//! - `Error::UnknownJsError { message, cause, .. }` from `all()`, and for any JavaScript
+//!   error whose message does not start with `D1`; `source()` yields the cause.
+//! - `Error::JsError(String)` for a thrown string, `Error::RustError(String)` for text
+//!   built in Rust.
+//!
+//! An error type of the user's own that forwards both `Display` and `source()` to a
+//! `worker::Error` (thiserror's `#[error(transparent)]`) hides the `worker::Error` from the
+//! chain: all that is left of a D1 variant is its `Display`, `D1: D1Error { cause:
+//! JsValue(<name>: <message>\n<stack>) }`, which [`DisplayedD1Cause`] reads the cause from.
+
+use core::fmt;
+use core::ops::ControlFlow;
+use std::error::Error as StdError;
+
+use worker::wasm_bindgen::JsCast;
+use worker::{D1Error, Error, js_sys};
+
+use crate::FailureClass;
+
+/// JavaScript cause chains can be cyclic; `worker` stops at the same depth.
+const MAX_CAUSE_DEPTH: usize = 16;
+
+/// How the classifier reads one link of a chain with the `worker` feature on:
+/// `Some(verdict)` when this module knows the link (a `worker::Error`, or the `Display` of a
+/// D1 variant), `None` to read it by its `Display` as usual.
+///
+/// `text_class` is the classifier's reading of one message. The first text of a
+/// `worker::Error` it decides on decides the link: the JavaScript message first, then its
+/// causes, so `D1_ERROR: Network connection lost.` decides before its cause is read, and a
+/// bare `D1_ERROR` (wrangler before 3.1.1) leaves the decision to the cause.
+pub(crate) fn link_class(
+    link: &(dyn StdError + 'static),
+    text_class: fn(&dyn fmt::Display) -> Option<FailureClass>,
+) -> Option<Option<FailureClass>> {
+    if let Some(error) = link.downcast_ref::<Error>() {
+        let verdict = for_each_text(error, |text| match text_class(&text) {
+            Some(class) => ControlFlow::Break(class),
+            None => ControlFlow::Continue(()),
+        });
+        return Some(match verdict {
+            ControlFlow::Break(class) => Some(class),
+            ControlFlow::Continue(()) => None,
+        });
+    }
+    if shows_d1_debug(link) {
+        return Some(text_class(&DisplayedD1Cause(link)));
+    }
+    None
+}
+
+/// The text that stands for one link in a log line, when this module knows the link
+/// (see [`link_class`]); `None` to write its `Display` as usual.
+pub(crate) fn link_text<'e>(link: &'e (dyn StdError + 'static)) -> Option<LinkText<'e>> {
+    if let Some(error) = link.downcast_ref::<Error>() {
+        return Some(LinkText::Worker(error));
+    }
+    if shows_d1_debug(link) {
+        return Some(LinkText::DisplayedD1(DisplayedD1Cause(link)));
+    }
+    None
+}
+
+/// A link's log text; see [`link_text`].
+pub(crate) enum LinkText<'e> {
+    /// The texts of a `worker::Error`: its message, then each cause not already part of it
+    /// (D1 repeats the cause in the message: `D1_ERROR: <cause>`).
+    Worker(&'e Error),
+    /// The JavaScript cause shown in a D1 variant's `Display`.
+    DisplayedD1(DisplayedD1Cause<'e>),
+}
+
+impl fmt::Display for LinkText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LinkText::Worker(error) => write_worker_text(error, f),
+            LinkText::DisplayedD1(cause) => cause.fmt(f),
+        }
+    }
+}
+
+/// Calls `visit` with each text of one `worker::Error`, outermost first, until it breaks.
+/// Its `source()` (an `UnknownJsError`'s cause) is not visited: the chain walk reaches it
+/// as the next link.
+fn for_each_text<B>(
+    error: &Error,
+    mut visit: impl FnMut(&str) -> ControlFlow<B>,
+) -> ControlFlow<B> {
+    match error {
+        Error::D1(d1) => for_each_js_text(d1, visit),
+        Error::UnknownJsError { message, .. } => visit(message),
+        Error::JsError(text) | Error::RustError(text) => visit(text),
+        // The remaining variants are not D1's, and their `Display` is plain text.
+        other => visit(&other.to_string()),
+    }
+}
+
+/// The JavaScript error's message, then each `cause` that is an `Error` (its message) or a
+/// string, stopping at the first that is neither.
+fn for_each_js_text<B>(
+    d1: &D1Error,
+    mut visit: impl FnMut(&str) -> ControlFlow<B>,
+) -> ControlFlow<B> {
+    let outer: &js_sys::Error = d1.as_ref();
+    visit(&String::from(outer.message()))?;
+    let mut cause = outer.cause();
+    for _ in 0..MAX_CAUSE_DEPTH {
+        if let Some(error) = cause.dyn_ref::<js_sys::Error>() {
+            visit(&String::from(error.message()))?;
+            cause = error.cause();
+        } else {
+            if let Some(text) = cause.as_string() {
+                visit(&text)?;
+            }
+            break;
+        }
+    }
+    ControlFlow::Continue(())
+}
+
+fn write_worker_text(error: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let mut written = String::new();
+    let _ = for_each_text(error, |text| {
+        if written.is_empty() {
+            written.push_str(text);
+        } else if !written.contains(text) {
+            written.push_str(" (cause: ");
+            written.push_str(text);
+            written.push(')');
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    f.write_str(&written)
+}
+
+/// `worker::Error`'s `Display` of a D1 variant starts with this, then whitespace (it is
+/// pretty-printed), then [`D1_DEBUG_CAUSE`].
+const D1_DEBUG_VARIANT: &str = "D1: D1Error {";
+const D1_DEBUG_CAUSE: &str = "cause: JsValue(";
+
+/// Whether a link's `Display` is that of a D1 variant. Stops formatting at the first byte
+/// that differs, so other links cost a few bytes of formatting.
+fn shows_d1_debug(link: &dyn fmt::Display) -> bool {
+    let mut probe = AfterD1Debug::new(Discard);
+    let _ = fmt::write(&mut probe, format_args!("{link}"));
+    probe.state == Match::Cause(D1_DEBUG_CAUSE.len())
+}
+
+/// Writes what follows `D1: D1Error { cause: JsValue(` in a link's `Display`: the
+/// JavaScript cause as `<name>: <message>`, then its stack. Writes nothing when the
+/// `Display` is not that of a D1 variant.
+pub(crate) struct DisplayedD1Cause<'e>(&'e dyn fmt::Display);
+
+impl fmt::Display for DisplayedD1Cause<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut after = AfterD1Debug::new(f);
+        let written = fmt::write(&mut after, format_args!("{}", self.0));
+        match after.state {
+            // Our own stop at a mismatch; the text is simply not a D1 variant's.
+            Match::Mismatch => Ok(()),
+            _ => written,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Match {
+    /// This many bytes of [`D1_DEBUG_VARIANT`] matched.
+    Variant(usize),
+    /// The variant matched; whitespace before the field.
+    Space,
+    /// This many bytes of [`D1_DEBUG_CAUSE`] matched; all of them: forwarding the rest.
+    Cause(usize),
+    Mismatch,
+}
+
+/// A `fmt::Write` that matches the D1 variant's `Display` prefix and forwards what follows.
+struct AfterD1Debug<W> {
+    out: W,
+    state: Match,
+}
+
+impl<W: fmt::Write> AfterD1Debug<W> {
+    fn new(out: W) -> Self {
+        AfterD1Debug {
+            out,
+            state: Match::Variant(0),
+        }
+    }
+
+    fn step(&self, byte: u8) -> Match {
+        let expect = |pattern: &str, at: usize| pattern.as_bytes().get(at) == Some(&byte);
+        match self.state {
+            Match::Variant(at) if expect(D1_DEBUG_VARIANT, at) => {
+                if at + 1 == D1_DEBUG_VARIANT.len() {
+                    Match::Space
+                } else {
+                    Match::Variant(at + 1)
+                }
+            }
+            Match::Space if byte.is_ascii_whitespace() => Match::Space,
+            Match::Space if expect(D1_DEBUG_CAUSE, 0) => Match::Cause(1),
+            Match::Cause(at) if at < D1_DEBUG_CAUSE.len() && expect(D1_DEBUG_CAUSE, at) => {
+                Match::Cause(at + 1)
+            }
+            _ => Match::Mismatch,
+        }
+    }
+}
+
+impl<W: fmt::Write> fmt::Write for AfterD1Debug<W> {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        for (index, byte) in text.bytes().enumerate() {
+            if self.state == Match::Cause(D1_DEBUG_CAUSE.len()) {
+                // The prefix is ASCII, so `index` is a character boundary.
+                return self.out.write_str(text.get(index..).unwrap_or_default());
+            }
+            self.state = self.step(byte);
+            if self.state == Match::Mismatch {
+                return Err(fmt::Error);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The output of [`shows_d1_debug`]'s probe, which only needs to know whether it matched.
+struct Discard;
+
+impl fmt::Write for Discard {
+    fn write_str(&mut self, _: &str) -> fmt::Result {
+        // Stop the formatting: the prefix matched, and the rest is not needed.
+        Err(fmt::Error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use worker::wasm_bindgen::JsValue;
+
+    /// A stand-in for the classifier's reading of one message: the documented phrase and the
+    /// SQLite code it looks for, at the start after D1's prefixes.
+    fn text_class(text: &dyn fmt::Display) -> Option<FailureClass> {
+        let text = text.to_string();
+        let message = text
+            .trim_start_matches("Error: ")
+            .trim_start_matches("D1_ERROR: ");
+        if message.starts_with("Network connection lost.") {
+            Some(FailureClass::MaybeExecuted)
+        } else if message.starts_with("D1 DB is overloaded. Too many requests queued.") {
+            Some(FailureClass::NotExecuted)
+        } else if text.contains("SQLITE_") {
+            Some(FailureClass::Permanent)
+        } else {
+            None
+        }
+    }
+
+    /// What `all()` returns for a real D1 failure. `original` is the JavaScript error,
+    /// which native tests cannot create; `undefined` needs no JavaScript to hold or drop.
+    fn unknown_js(message: &str, cause: Option<Error>) -> Error {
+        Error::UnknownJsError {
+            original: JsValue::UNDEFINED,
+            name: Some("Error".to_owned()),
+            message: message.to_owned(),
+            code: None,
+            cause: cause.map(Box::new),
+        }
+    }
+
+    fn class_of(link: &(dyn StdError + 'static)) -> Option<Option<FailureClass>> {
+        link_class(link, text_class)
+    }
+
+    fn log_text(link: &(dyn StdError + 'static)) -> Option<String> {
+        link_text(link).map(|text| text.to_string())
+    }
+
+    /// A user error that forwards `Display` and `source()`, as `#[error(transparent)]` does.
+    #[derive(Debug)]
+    struct Transparent(&'static str);
+
+    impl fmt::Display for Transparent {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            // Written in pieces, as `{:#?}` writes it.
+            for piece in self.0.split_inclusive([' ', '(']) {
+                f.write_str(piece)?;
+            }
+            Ok(())
+        }
+    }
+
+    impl StdError for Transparent {}
+
+    const D1_DISPLAY: &str = "D1: D1Error {\n    cause: JsValue(Error: Network connection lost.\n    \
+                              Error: Network connection lost.\n        at D1Database._send (d1:1:2)),\n}";
+
+    #[test]
+    fn unknown_js_error_is_decided_by_its_message_and_leaves_the_cause_to_the_chain() {
+        let error = unknown_js(
+            "D1_ERROR: Network connection lost.",
+            Some(unknown_js(
+                "UNIQUE constraint failed: SQLITE_CONSTRAINT",
+                None,
+            )),
+        );
+        assert_eq!(class_of(&error), Some(Some(FailureClass::MaybeExecuted)));
+
+        let bare = unknown_js(
+            "D1_ERROR",
+            Some(unknown_js("Network connection lost.", None)),
+        );
+        assert_eq!(class_of(&bare), Some(None), "the cause is the next link's");
+        let source = bare.source();
+        assert_eq!(
+            source.map(class_of),
+            Some(Some(Some(FailureClass::MaybeExecuted)))
+        );
+    }
+
+    #[test]
+    fn string_variants_are_read_as_messages() {
+        let thrown = Error::JsError("D1 DB is overloaded. Too many requests queued.".to_owned());
+        assert_eq!(class_of(&thrown), Some(Some(FailureClass::NotExecuted)));
+        let rust = Error::RustError("Network connection lost.".to_owned());
+        assert_eq!(class_of(&rust), Some(Some(FailureClass::MaybeExecuted)));
+        let other = Error::RustError("no rows".to_owned());
+        assert_eq!(class_of(&other), Some(None));
+    }
+
+    #[test]
+    fn other_variants_are_read_by_their_display() {
+        assert_eq!(
+            log_text(&Error::BindingError("DB".to_owned())).as_deref(),
+            Some("no binding found for `DB`")
+        );
+        assert_eq!(class_of(&Error::BodyUsed), Some(None));
+    }
+
+    #[test]
+    fn worker_errors_log_their_message() {
+        let error = unknown_js("D1_ERROR: internal error; reference = 1", None);
+        assert_eq!(
+            log_text(&error).as_deref(),
+            Some("D1_ERROR: internal error; reference = 1")
+        );
+        let rust = Error::RustError("boom".to_owned());
+        assert_eq!(log_text(&rust).as_deref(), Some("boom"));
+    }
+
+    #[test]
+    fn a_transparent_wrapper_of_a_d1_variant_is_read_from_its_display() {
+        let wrapper = Transparent(D1_DISPLAY);
+        assert_eq!(class_of(&wrapper), Some(Some(FailureClass::MaybeExecuted)));
+        let text = log_text(&wrapper);
+        assert_eq!(
+            text.as_deref().and_then(|t| t.lines().next()),
+            Some("Error: Network connection lost.")
+        );
+        // Compact `{:?}` output has no newline after the brace.
+        let compact =
+            Transparent("D1: D1Error { cause: JsValue(Error: UNIQUE: SQLITE_CONSTRAINT) }");
+        assert_eq!(class_of(&compact), Some(Some(FailureClass::Permanent)));
+        assert_eq!(
+            log_text(&compact).as_deref(),
+            Some("Error: UNIQUE: SQLITE_CONSTRAINT) }")
+        );
+    }
+
+    #[test]
+    fn other_displays_are_left_to_the_classifier() {
+        for text in [
+            "Network connection lost.",
+            "context: D1: D1Error { cause: JsValue(Error: Network connection lost.) }",
+            "D1: D1Error { other: JsValue(Error: Network connection lost.) }",
+            "D1: D1Error {",
+            "D1: D1Error { cause: JsValue",
+            "",
+        ] {
+            let wrapper = Transparent(text);
+            assert_eq!(class_of(&wrapper), None, "{text:?}");
+            assert!(log_text(&wrapper).is_none(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn displayed_cause_writes_nothing_for_other_text() {
+        let other = Transparent("Network connection lost.");
+        assert_eq!(DisplayedD1Cause(&other).to_string(), "");
+    }
+}

@@ -1,0 +1,766 @@
+//! The read-only scanner against SQLite itself.
+//!
+//! SQLite's `sqlite3_stmt_readonly()` (rusqlite: `Statement::readonly()`) is the oracle.
+//! Generated D1-style SQL is prepared, statement by statement, against a schema in an
+//! in-memory database; where SQLite prepares every statement, the scanner must never say
+//! read-only when SQLite says write. Calling a read a write is allowed (a lost retry), and
+//! counted. Everything is seeded, so a run is reproducible.
+
+use std::cell::RefCell;
+use std::fmt;
+
+use d1_retry_runtime::is_read_only;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use rusqlite::fallible_iterator::FallibleIterator;
+use rusqlite::{Batch, Connection};
+
+const SCHEMA: &str = r#"
+    CREATE TABLE users (
+        id INTEGER PRIMARY KEY, name TEXT, email TEXT UNIQUE, created_at TEXT, deleted_at TEXT,
+        "update" TEXT, "delete" INTEGER, replace TEXT, analyze INTEGER, pragma TEXT
+    );
+    CREATE TABLE posts (id INTEGER PRIMARY KEY, user_id INTEGER, title TEXT, body TEXT, "drop" TEXT);
+    CREATE TABLE tags (post_id INTEGER, tag TEXT, PRIMARY KEY (post_id, tag));
+    CREATE INDEX posts_user ON posts (user_id);
+    CREATE VIEW active_users AS SELECT * FROM users WHERE deleted_at IS NULL;
+"#;
+
+fn database() -> Connection {
+    let connection = Connection::open_in_memory().expect("in-memory database");
+    connection.execute_batch(SCHEMA).expect("schema");
+    connection
+}
+
+/// What SQLite says about a text holding any number of statements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Oracle {
+    /// Every statement prepared, and every one is read-only.
+    Read,
+    /// Every statement prepared, and at least one writes.
+    Write,
+    /// No statement at all (empty, comments, `;`): nothing to compare.
+    Empty,
+    /// Some statement failed to prepare: nothing to compare.
+    Unprepared,
+}
+
+/// Prepares each statement of `sql` in turn, the way a caller walks SQLite's tail.
+fn oracle(connection: &Connection, sql: &str) -> Oracle {
+    let mut batch = Batch::new(connection, sql);
+    let mut verdict = Oracle::Empty;
+    loop {
+        match batch.next() {
+            Ok(Some(statement)) => {
+                if !statement.readonly() {
+                    verdict = Oracle::Write;
+                } else if verdict == Oracle::Empty {
+                    verdict = Oracle::Read;
+                }
+            }
+            Ok(None) => return verdict,
+            Err(_) => return Oracle::Unprepared,
+        }
+    }
+}
+
+/// Every statement SQLite prepares out of `sql`, when D1's `exec()` runs it line by line
+/// (it trims the text, cuts it at `\n`, and sends each line as a query of its own).
+/// Statements that fail to prepare are skipped, which only makes the check stricter.
+fn exec_lines_write(connection: &Connection, sql: &str) -> bool {
+    let trimmed = sql.trim_matches(|c: char| c.is_whitespace() || c == '\u{FEFF}');
+    trimmed.split('\n').any(|line| {
+        let mut batch = Batch::new(connection, line);
+        let mut writes = false;
+        // A statement that fails to prepare ends the line: SQLite would not go further.
+        while let Ok(Some(statement)) = batch.next() {
+            writes |= !statement.readonly();
+        }
+        writes
+    })
+}
+
+#[derive(Default)]
+struct Tally {
+    generated: usize,
+    unprepared: usize,
+    empty: usize,
+    sqlite_reads: usize,
+    sqlite_writes: usize,
+    reads_kept: usize,
+    reads_called_writes: Vec<String>,
+    writes_called_reads: Vec<String>,
+    exec_line_writes_called_reads: Vec<String>,
+}
+
+impl Tally {
+    fn record(&mut self, connection: &Connection, sql: &str) {
+        self.generated += 1;
+        let scanner_read = is_read_only(sql);
+        match oracle(connection, sql) {
+            Oracle::Unprepared => {
+                self.unprepared += 1;
+                if std::env::var_os("SHOW_UNPREPARED").is_some() && self.unprepared < 8 {
+                    let error = Batch::new(connection, sql).count().err();
+                    println!("  unprepared: {sql:?}: {error:?}");
+                }
+            }
+            Oracle::Empty => self.empty += 1,
+            Oracle::Read => {
+                self.sqlite_reads += 1;
+                if scanner_read {
+                    self.reads_kept += 1;
+                } else {
+                    self.reads_called_writes.push(sql.to_owned());
+                }
+            }
+            Oracle::Write => {
+                self.sqlite_writes += 1;
+                if scanner_read {
+                    self.writes_called_reads.push(sql.to_owned());
+                }
+            }
+        }
+        if scanner_read && exec_lines_write(connection, sql) {
+            self.exec_line_writes_called_reads.push(sql.to_owned());
+        }
+    }
+
+    fn dangerous(&self) -> usize {
+        self.writes_called_reads.len() + self.exec_line_writes_called_reads.len()
+    }
+
+    fn kept_share(&self) -> f64 {
+        self.reads_kept as f64 / self.sqlite_reads.max(1) as f64
+    }
+}
+
+impl fmt::Display for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} texts: {} unprepared and {} empty skipped; SQLite: {} reads, {} writes",
+            self.generated, self.unprepared, self.empty, self.sqlite_reads, self.sqlite_writes
+        )?;
+        writeln!(
+            f,
+            "scanner: {} reads kept ({:.1} %), {} reads conservatively called writes",
+            self.reads_kept,
+            100.0 * self.kept_share(),
+            self.reads_called_writes.len()
+        )?;
+        write!(
+            f,
+            "dangerous: {} writes called read-only, {} texts whose lines write under D1 exec()",
+            self.writes_called_reads.len(),
+            self.exec_line_writes_called_reads.len()
+        )?;
+        for sql in self
+            .writes_called_reads
+            .iter()
+            .chain(&self.exec_line_writes_called_reads)
+        {
+            write!(f, "\n  DANGEROUS: {sql:?}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs `strategy` with a fixed seed and checks every text against SQLite; a dangerous
+/// verdict fails the run and is shrunk to a small example.
+fn differential(name: &str, cases: u32, strategy: impl Strategy<Value = String>) -> Tally {
+    let connection = database();
+    let tally = RefCell::new(Tally::default());
+    let config = Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let mut seed = [0_u8; 32];
+    seed[..name.len().min(32)].copy_from_slice(&name.as_bytes()[..name.len().min(32)]);
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
+    let result = runner.run(&strategy, |sql| {
+        let scanner_read = is_read_only(&sql);
+        let sqlite = oracle(&connection, &sql);
+        prop_assert!(
+            !(scanner_read && sqlite == Oracle::Write),
+            "SQLite says write, the scanner says read-only: {sql:?}"
+        );
+        prop_assert!(
+            !(scanner_read && exec_lines_write(&connection, &sql)),
+            "a line of this text writes when D1 exec() runs it, the scanner says read-only: {sql:?}"
+        );
+        tally.borrow_mut().record(&connection, &sql);
+        Ok(())
+    });
+    if let Err(failure) = result {
+        panic!("{name}: {failure}");
+    }
+    let tally = tally.into_inner();
+    println!("{name}:\n{tally}");
+    if std::env::var_os("SHOW_FALSE_WRITES").is_some() {
+        for sql in &tally.reads_called_writes {
+            println!("  false write: {sql:?}");
+        }
+    }
+    tally
+}
+
+// ---------------------------------------------------------------------------------------
+// Generated D1-style SQL.
+//
+// A statement is built as a list of pieces that are then joined by generated separators:
+// spaces, line breaks, and comments that hold write keywords.
+
+type Pieces = Vec<String>;
+
+fn pick(options: &'static [&'static str]) -> impl Strategy<Value = String> + Clone {
+    prop::sample::select(options).prop_map(str::to_owned)
+}
+
+fn one(options: &'static [&'static str]) -> BoxedStrategy<Pieces> {
+    pick(options).prop_map(|piece| vec![piece]).boxed()
+}
+
+fn optional(strategy: BoxedStrategy<Pieces>) -> BoxedStrategy<Pieces> {
+    prop_oneof![Just(Pieces::new()), strategy].boxed()
+}
+
+fn concat(parts: Vec<BoxedStrategy<Pieces>>) -> BoxedStrategy<Pieces> {
+    parts.prop_map(|parts| parts.concat()).boxed()
+}
+
+/// How the generated SQL is spaced and named.
+#[derive(Clone, Copy)]
+enum Style {
+    /// Everything, including what the scanner calls a write on purpose: bare keywords as
+    /// names, an alias or a `replace(` call cut by a line break, comments over two lines.
+    Tricky,
+    /// Only what the scanner must keep when it is a read.
+    Plain,
+}
+
+fn separator(style: Style) -> BoxedStrategy<String> {
+    let common = prop_oneof![
+        40 => Just(" ".to_owned()),
+        8 => Just("\n".to_owned()),
+        2 => Just("\t".to_owned()),
+        2 => Just("\r\n  ".to_owned()),
+        6 => pick(&[
+            " /* DELETE FROM users; */ ",
+            " -- DROP TABLE users; INSERT INTO posts VALUES (1)\n",
+            "/**/",
+            " /* c */ ",
+            " --\n",
+            " /* PRAGMA user_version = 1 */\n",
+        ]),
+    ];
+    match style {
+        Style::Plain => common.boxed(),
+        Style::Tricky => prop_oneof![
+            58 => common,
+            // Read-only for SQLite, but D1's exec() would run its inner line.
+            1 => Just(" /* two\nlines; UPDATE users SET name = 1; */ ".to_owned()),
+        ]
+        .boxed(),
+    }
+}
+
+fn joined(pieces: BoxedStrategy<Pieces>, style: Style) -> BoxedStrategy<String> {
+    pieces
+        .prop_flat_map(move |pieces| {
+            let count = pieces.len();
+            (Just(pieces), prop::collection::vec(separator(style), count))
+        })
+        .prop_map(|(pieces, separators)| {
+            let mut sql = String::new();
+            for (index, (piece, separator)) in pieces.iter().zip(&separators).enumerate() {
+                if index > 0 {
+                    sql.push_str(separator);
+                }
+                sql.push_str(piece);
+            }
+            sql
+        })
+        .boxed()
+}
+
+/// An expression over `users AS u`.
+fn expression(style: Style) -> BoxedStrategy<Pieces> {
+    let replace_call = concat(vec![
+        one(&["replace", "REPLACE", "Replace"]),
+        one(&[
+            "(u.name, 'x', 'y')",
+            "(u.email, '@', ' at ')",
+            "(u.\"update\", ';', '')",
+        ]),
+    ]);
+    let plain = prop_oneof![
+        8 => one(&[
+            "u.id", "u.name", "u.email", "u.created_at", "u.deleted_at", "u.\"update\"",
+            "\"delete\"", "u.replace", "u.analyze", "u.pragma", "1", "-2.5", "NULL", "?1", "?",
+            ":name", "@id", "$v", "$v::w", "x'00ff'", "'DROP TABLE users'",
+            "'it''s; DELETE FROM users; --'", "'INSERT INTO users VALUES (1)'", "count(*)",
+            "random()", "changes()", "json_extract('{\"a\": 1}', '$.a')",
+            "json_set('{}', '$.delete', 1)", "upper(replace(u.name, 'a', 'b'))",
+            "coalesce(u.deleted_at, 'never')", "(SELECT count(*) FROM posts)",
+            "CASE WHEN u.id > 1 THEN 'update' ELSE 'delete' END", "u.id + 1",
+            "'ДРОП ТАБЛЕ'", "u.[update]", "u.`delete`", "u . email",
+        ]),
+        2 => replace_call.clone().prop_map(|call| vec![call.concat()]),
+    ];
+    match style {
+        Style::Plain => plain.boxed(),
+        Style::Tricky => prop_oneof![
+            10 => plain,
+            1 => one(&["name", "replace", "analyze", "pragma"]),
+            2 => replace_call,
+        ]
+        .boxed(),
+    }
+}
+
+fn alias(style: Style) -> BoxedStrategy<Pieces> {
+    let with_as = concat(vec![
+        one(&["AS", "as"]),
+        one(&[
+            "x",
+            "reindex",
+            "\"delete\"",
+            "pragma",
+            "'drop'",
+            "analyze",
+            "vacuum",
+            "replace",
+            "begin",
+            "savepoint",
+            "release",
+            "attach",
+            "explain",
+            "plan",
+            "total",
+            "ünïcödé",
+        ]),
+    ]);
+    match style {
+        Style::Plain => with_as.prop_map(|alias| vec![alias.join(" ")]).boxed(),
+        Style::Tricky => prop_oneof![
+            6 => with_as,
+            1 => one(&["total", "\"update\"", "reindex", "analyze"]),
+        ]
+        .boxed(),
+    }
+}
+
+fn select_items(style: Style) -> BoxedStrategy<Pieces> {
+    let item = concat(vec![expression(style), optional(alias(style))]);
+    prop::collection::vec(item, 1..=3)
+        .prop_map(|items| items.join(&",".to_owned()))
+        .boxed()
+}
+
+fn select(style: Style) -> BoxedStrategy<Pieces> {
+    concat(vec![
+        one(&["SELECT", "select", "SELECT DISTINCT"]),
+        prop_oneof![3 => select_items(style), 1 => one(&["*", "u.*"])].boxed(),
+        prop_oneof![
+            one(&["FROM users AS u", "FROM users u", "FROM active_users AS u"]),
+            concat(vec![
+                one(&["FROM users AS u"]),
+                one(&["JOIN", "LEFT JOIN", "CROSS JOIN"]),
+                one(&["posts AS p ON p.user_id = u.id"]),
+            ]),
+        ]
+        .boxed(),
+        optional(concat(vec![
+            one(&["WHERE"]),
+            one(&[
+                "u.id = ?1",
+                "u.name = 'DROP TABLE users'",
+                "u.deleted_at IS NULL",
+                "u.id IN (SELECT p.user_id FROM posts AS p)",
+                "replace(u.name, 'a', '') = ?",
+                "u.email LIKE '%; DELETE FROM users; --%'",
+                "u.\"delete\" = 0",
+                "EXISTS (SELECT 1 FROM tags WHERE tags.post_id = u.id)",
+            ]),
+        ])),
+        optional(one(&[
+            "GROUP BY u.id",
+            "ORDER BY u.id DESC",
+            "LIMIT 10 OFFSET ?2",
+        ])),
+    ])
+}
+
+fn read(style: Style) -> BoxedStrategy<Pieces> {
+    prop_oneof![
+        10 => select(style),
+        3 => concat(vec![
+            one(&["WITH c AS (", "WITH RECURSIVE c AS (", "with c as materialized ("]),
+            select(style),
+            one(&[") SELECT * FROM c", ") SELECT count(*) FROM c", ") VALUES (1)"]),
+        ]),
+        1 => one(&[
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 3) SELECT x FROM n",
+            "VALUES (1, 'a'), (?1, 'DELETE')",
+            "SELECT name FROM pragma_table_info('users')",
+            "SELECT * FROM users WHERE id = ?1",
+            "SELECT 1 AS \"INSERT\", 'UPDATE' AS [DELETE]",
+        ]),
+    ]
+    .boxed()
+}
+
+const CTE: &str = "WITH c AS (SELECT u.id FROM users AS u WHERE u.name = 'x')";
+
+fn write() -> BoxedStrategy<Pieces> {
+    let returning = optional(one(&[
+        "RETURNING id",
+        "RETURNING *",
+        "returning \"delete\", replace",
+    ]));
+    prop_oneof![
+        4 => concat(vec![
+            one(&[
+                "INSERT INTO users (name, email) VALUES (?1, ?2)",
+                "INSERT OR IGNORE INTO users (name) VALUES ('SELECT')",
+                "insert or replace into users (id, name) values (1, 'x')",
+                "REPLACE INTO tags (post_id, tag) VALUES (1, 'a')",
+                "INSERT INTO users (email) VALUES (?) ON CONFLICT (email) DO UPDATE SET name = excluded.name",
+                "INSERT INTO users (email) VALUES (?) ON CONFLICT DO NOTHING",
+                "INSERT INTO posts (user_id, title) SELECT id, name FROM users",
+                "INSERT INTO users DEFAULT VALUES",
+            ]),
+            returning.clone(),
+        ]),
+        3 => concat(vec![
+            one(&[
+                "UPDATE users SET name = replace(name, 'a', 'b') WHERE id = ?1",
+                "UPDATE OR IGNORE users SET \"update\" = 'x'",
+                "update users set replace = 'x', analyze = 1",
+                "DELETE FROM users WHERE deleted_at IS NOT NULL",
+                "delete from posts where id in (select id from posts limit 1)",
+            ]),
+            returning.clone(),
+        ]),
+        3 => concat(vec![
+            one(&[CTE]),
+            one(&[
+                "INSERT INTO tags (post_id, tag) SELECT id, 'x' FROM c",
+                "DELETE FROM posts WHERE user_id IN (SELECT id FROM c)",
+                "UPDATE users SET name = 'x' WHERE id IN (SELECT id FROM c)",
+                "REPLACE INTO tags (post_id, tag) SELECT id, 'y' FROM c",
+                "INSERT OR REPLACE INTO tags (post_id, tag) SELECT id, 'z' FROM c",
+            ]),
+            returning,
+        ]),
+        3 => one(&[
+            "CREATE TABLE IF NOT EXISTS audit (id INTEGER PRIMARY KEY, at TEXT)",
+            "CREATE TEMP TABLE scratch (a)",
+            "CREATE INDEX IF NOT EXISTS users_name ON users (name)",
+            "CREATE VIEW IF NOT EXISTS names AS SELECT name FROM users",
+            "CREATE TRIGGER IF NOT EXISTS trg AFTER INSERT ON users BEGIN UPDATE posts SET title = 'x'; DELETE FROM tags; END",
+            "CREATE TABLE copy AS SELECT * FROM users",
+            "DROP TABLE IF EXISTS audit",
+            "DROP INDEX IF EXISTS posts_user",
+            "DROP VIEW active_users",
+            "ALTER TABLE posts ADD COLUMN extra TEXT",
+            "ALTER TABLE posts RENAME TO articles",
+            "ALTER TABLE posts RENAME COLUMN body TO content",
+        ]),
+        3 => one(&[
+            "PRAGMA table_info(users)",
+            "PRAGMA user_version",
+            "PRAGMA user_version = 3",
+            "PRAGMA main.user_version(4)",
+            "PRAGMA foreign_keys",
+            "PRAGMA foreign_keys = ON",
+            "PRAGMA journal_mode",
+            "PRAGMA journal_mode = WAL",
+            "PRAGMA application_id = 5",
+            "PRAGMA optimize",
+            "PRAGMA table_list",
+            "PRAGMA index_list(users)",
+            "PRAGMA defer_foreign_keys = true",
+            "PRAGMA wal_checkpoint",
+            "PRAGMA incremental_vacuum",
+        ]),
+        2 => one(&[
+            "BEGIN", "BEGIN DEFERRED", "BEGIN IMMEDIATE", "BEGIN EXCLUSIVE TRANSACTION", "COMMIT",
+            "END", "ROLLBACK", "SAVEPOINT sp", "RELEASE sp", "ROLLBACK TO sp",
+            "VACUUM", "ANALYZE", "ANALYZE users", "REINDEX", "REINDEX users",
+            "ATTACH ':memory:' AS aux", "DETACH aux",
+        ]),
+    ]
+    .boxed()
+}
+
+fn statement(style: Style) -> BoxedStrategy<Pieces> {
+    let explain = one(&["EXPLAIN", "EXPLAIN QUERY PLAN", "explain query plan"]);
+    match style {
+        Style::Plain => prop_oneof![
+            6 => read(style),
+            1 => concat(vec![explain, read(style)]),
+        ]
+        .boxed(),
+        Style::Tricky => prop_oneof![
+            6 => read(style),
+            5 => write(),
+            2 => concat(vec![explain, prop_oneof![read(style), write()].boxed()]),
+        ]
+        .boxed(),
+    }
+}
+
+/// One to three statements, with stray `;` before, between and after them, and keywords
+/// and names in random case.
+fn script(style: Style) -> BoxedStrategy<String> {
+    let statements = prop::collection::vec(joined(statement(style), style), 1..=3);
+    let text = (
+        statements,
+        pick(&["", ";", " ; "]),
+        pick(&["", ";", ";\n", " ;; "]),
+    )
+        .prop_map(|(statements, before, after)| {
+            format!("{before}{}{after}", statements.join(";\n"))
+        });
+    (text, any::<u64>(), prop::bool::weighted(0.3))
+        .prop_map(|(sql, seed, shuffle)| {
+            if shuffle {
+                random_case(&sql, seed)
+            } else {
+                sql
+            }
+        })
+        .boxed()
+}
+
+/// Flips the case of ASCII letters at random: keywords, names and functions are
+/// case-insensitive in SQLite.
+fn random_case(sql: &str, mut seed: u64) -> String {
+    sql.chars()
+        .map(|c| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            if seed & 1 == 1 {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn generated_sql_agrees_with_sqlite() {
+    let tally = differential("generated D1-style SQL", 4_000, script(Style::Tricky));
+    assert_eq!(tally.dangerous(), 0, "{tally}");
+    // Enough text must be compared to mean something, and reads must be kept where the
+    // generator does not aim at the scanner's deliberate writes (PRAGMA and transaction
+    // reads, bare keyword names, line breaks inside a string, comment, alias or call).
+    assert!(
+        tally.sqlite_reads >= 1_000 && tally.sqlite_writes >= 1_000,
+        "{tally}"
+    );
+    assert!(
+        tally.kept_share() >= 0.4,
+        "too many reads called writes:\n{tally}"
+    );
+}
+
+#[test]
+fn plain_reads_are_all_kept() {
+    let tally = differential("plain D1-style reads", 2_000, script(Style::Plain));
+    assert_eq!(tally.dangerous(), 0, "{tally}");
+    assert!(tally.sqlite_reads >= 1_500, "{tally}");
+    assert!(
+        tally.reads_called_writes.is_empty(),
+        "reads called writes:\n{}",
+        tally.reads_called_writes.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Token soup: random sequences of the pieces the lexer must cut where SQLite cuts them.
+// Most of it does not prepare; what does must agree.
+
+fn soup() -> BoxedStrategy<String> {
+    let statement = pick(&[
+        "SELECT 1",
+        "SELECT 'a'",
+        "SELECT * FROM users",
+        "VALUES (1)",
+        "SELECT ",
+        "WITH c AS (SELECT 1) SELECT * FROM c",
+        "WITH c AS (SELECT 1) ",
+        "EXPLAIN ",
+        "DELETE FROM users",
+        "INSERT INTO tags VALUES (1, 'a')",
+        "UPDATE users SET name = 1",
+        "REPLACE INTO tags VALUES (2, 'b')",
+        "PRAGMA user_version = 1",
+        "BEGIN IMMEDIATE",
+        "PRAGMA user_version",
+        "SELECT replace",
+        "SELECT u.",
+        "SELECT 1 AS",
+    ]);
+    let glue = pick(&[";", "; ", "\n", " ", "\t", "\u{FEFF}", "\r", "\n;"]);
+    let hazard = pick(&[
+        "'", "''", "\"", "`", "[", "]", "--", "/*", "*/", "-- c\n", "/* c */", "AS ", " AS x",
+        ", 1", " x", ".", "u.", "replace", "(", ")", "(1)", "$a", "$a(", ":b::c", "@d", "#e", "?1",
+        "é", "\u{A0}", "1.", "x'00'", "||", "->", "-", "/", "*", "\0", "update", "delete",
+    ]);
+    let piece = prop_oneof![4 => statement, 3 => glue, 3 => hazard];
+    prop::collection::vec(piece, 1..12)
+        .prop_map(|pieces| pieces.concat())
+        .boxed()
+}
+
+#[test]
+fn token_soup_never_hides_a_write() {
+    let tally = differential("token soup", 20_000, soup());
+    assert_eq!(tally.dangerous(), 0, "{tally}");
+    assert!(
+        tally.sqlite_writes >= 100 && tally.sqlite_reads >= 100,
+        "{tally}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Hand-written statements: each agrees with SQLite, or is a write on purpose.
+
+/// Reads the scanner calls writes on purpose, with the reason.
+const CONSERVATIVE: &[(&str, &str)] = &[
+    ("PRAGMA user_version", "every PRAGMA"),
+    ("PRAGMA table_info(users)", "every PRAGMA"),
+    ("BEGIN", "transaction statements"),
+    ("COMMIT", "transaction statements"),
+    ("SAVEPOINT sp", "transaction statements"),
+    ("ATTACH ':memory:' AS aux", "ATTACH"),
+    ("EXPLAIN PRAGMA user_version", "explains a PRAGMA"),
+    (
+        "SELECT replace FROM users",
+        "a bare column named like a keyword",
+    ),
+    ("SELECT u.id reindex FROM users AS u", "an alias without AS"),
+    (
+        "SELECT 1 /* a\nb */",
+        "a comment over two lines (D1 exec runs each line)",
+    ),
+    (
+        "SELECT 'a\nb'",
+        "a string over two lines (D1 exec runs each line)",
+    ),
+    ("SELECT 1 AS\nreindex", "AS on the line before"),
+];
+
+const AGREES: &[&str] = &[
+    "SELECT 1",
+    "SELECT * FROM users WHERE id = ?1",
+    "select u.name, p.title from users u join posts p on p.user_id = u.id",
+    "SELECT replace(name, 'x', 'y') FROM users",
+    "SELECT 1 AS reindex",
+    "SELECT \"delete\", \"update\" FROM users",
+    "SELECT users.replace, users.analyze FROM users",
+    "SELECT name FROM users WHERE name = 'DROP TABLE users'",
+    "SELECT 1 -- DELETE FROM users",
+    "/* DROP TABLE users; */ SELECT 1",
+    "SELECT 1 /* unterminated; DELETE FROM users",
+    "; SELECT 1 ;; SELECT 2 ;",
+    "VALUES (1), (2)",
+    "WITH c AS (SELECT id FROM users) SELECT * FROM c",
+    "EXPLAIN SELECT 1",
+    "EXPLAIN QUERY PLAN SELECT * FROM users WHERE email = ?",
+    "SELECT ünïcödé FROM (SELECT 1 AS ünïcödé)",
+    "SELECT name FROM pragma_table_info('users')",
+    "SELECT * FROM users WHERE id = :id OR name = @name OR email = $email",
+    "SELECT 1\nFROM users\nWHERE id = 1",
+    "INSERT INTO users (name) VALUES ('x')",
+    "INSERT INTO users (name) VALUES ('x') RETURNING id",
+    "REPLACE INTO tags VALUES (1, 'a')",
+    "UPDATE users SET name = 'x'",
+    "DELETE FROM users",
+    "WITH c AS (SELECT 1) INSERT INTO tags SELECT 1, 'a' FROM c",
+    "WITH c AS (SELECT 1) DELETE FROM users",
+    "EXPLAIN DELETE FROM users",
+    "EXPLAIN QUERY PLAN UPDATE users SET name = 1",
+    "CREATE TABLE IF NOT EXISTS t (a)",
+    "DROP TABLE users",
+    "ALTER TABLE users ADD COLUMN b",
+    "PRAGMA user_version = 1",
+    "PRAGMA journal_mode",
+    "BEGIN IMMEDIATE",
+    "VACUUM",
+    "SELECT 1; DELETE FROM users",
+    "SELECT 1; INSERT INTO users (name) VALUES ('x'); SELECT 2",
+    "WITH x AS (SELECT 1) \u{FEFF}DELETE FROM users",
+];
+
+#[test]
+fn hand_written_statements_agree_with_sqlite() {
+    let connection = database();
+    let mut wrong = Vec::new();
+    for sql in AGREES {
+        let sqlite = oracle(&connection, sql);
+        let expected = match sqlite {
+            Oracle::Read => true,
+            Oracle::Write => false,
+            other => panic!("{sql:?} must prepare, got {other:?}"),
+        };
+        if is_read_only(sql) != expected {
+            wrong.push(format!("  {sql:?}: SQLite says {sqlite:?}"));
+        }
+    }
+    for (sql, reason) in CONSERVATIVE {
+        assert_eq!(
+            oracle(&connection, sql),
+            Oracle::Read,
+            "{sql:?} is a read for SQLite"
+        );
+        if is_read_only(sql) {
+            wrong.push(format!("  {sql:?} should be a write on purpose: {reason}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "verdicts that differ from SQLite:\n{}",
+        wrong.join("\n")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Totality: any text gets a verdict, without panicking.
+
+proptest! {
+    #![proptest_config(Config { cases: 2_000, failure_persistence: None, ..Config::default() })]
+
+    #[test]
+    fn any_text_gets_a_verdict(sql in any::<String>()) {
+        let _ = is_read_only(&sql);
+    }
+
+    /// Whatever comes before, a write on a line of its own is seen.
+    #[test]
+    fn a_write_on_its_own_line_is_never_hidden(sql in prop_oneof![any::<String>(), soup()]) {
+        for write in ["\n;DELETE FROM t", "\n;WITH x AS (SELECT 1) INSERT INTO t SELECT 1"] {
+            let text = format!("{sql}{write}");
+            prop_assert!(!is_read_only(&text), "{:?}", text);
+        }
+    }
+
+    /// A statement ended by `;` and a line break does not change how the rest reads.
+    #[test]
+    fn a_read_before_keeps_the_verdict(sql in prop_oneof![any::<String>(), soup()]) {
+        if is_read_only(&sql) {
+            let text = format!("SELECT 1;\n{sql}");
+            prop_assert!(is_read_only(&text), "{:?}", text);
+        } else {
+            let text = format!("DELETE FROM t;\n{sql}");
+            prop_assert!(!is_read_only(&text), "{:?}", text);
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! The read-only scanner, case by case: what it must call a write, and the reads it keeps.
+//!
+//! `true` means read-only. Every `false` here that SQLite can prepare is a write for
+//! SQLite too, or a statement D1 refuses or never retries; `read_only_sqlite.rs` checks the
+//! verdicts against SQLite itself.
+
+use d1_retry_runtime::is_read_only;
+
+const READ: bool = true;
+const WRITE: bool = false;
+
+#[track_caller]
+fn check(cases: &[(&str, bool)]) {
+    let wrong: Vec<String> = cases
+        .iter()
+        .filter(|(sql, expected)| is_read_only(sql) != *expected)
+        .map(|(sql, expected)| {
+            let verdict = if *expected { "read-only" } else { "a write" };
+            format!("  {sql:?} should be {verdict}")
+        })
+        .collect();
+    assert!(wrong.is_empty(), "wrong verdicts:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn plain_statements() {
+    check(&[
+        ("SELECT 1", READ),
+        ("SELECT * FROM users WHERE id = ?1", READ),
+        (
+            "SELECT u.id, count(*) FROM users u JOIN posts p ON p.user_id = u.id GROUP BY u.id",
+            READ,
+        ),
+        (
+            "SELECT * FROM t WHERE x IN (SELECT y FROM u) ORDER BY 1 LIMIT ?",
+            READ,
+        ),
+        ("VALUES (1, 'a'), (2, 'b')", READ),
+        ("SELECT a,\n  b\nFROM t\nWHERE c = 1", READ),
+        ("INSERT INTO t VALUES (1)", WRITE),
+        ("INSERT OR IGNORE INTO t VALUES (1)", WRITE),
+        ("REPLACE INTO t VALUES (1)", WRITE),
+        ("INSERT OR REPLACE INTO t VALUES (1)", WRITE),
+        ("UPDATE t SET a = 1", WRITE),
+        ("DELETE FROM t", WRITE),
+        ("CREATE TABLE t (a)", WRITE),
+        ("CREATE TEMP TABLE t (a)", WRITE),
+        ("CREATE INDEX IF NOT EXISTS i ON t (a)", WRITE),
+        ("DROP TABLE IF EXISTS t", WRITE),
+        ("ALTER TABLE t ADD COLUMN b", WRITE),
+        ("VACUUM", WRITE),
+        ("ANALYZE", WRITE),
+        ("REINDEX", WRITE),
+        ("ATTACH 'other.db' AS other", WRITE),
+        ("DETACH other", WRITE),
+    ]);
+}
+
+#[test]
+fn statement_must_begin_as_a_read() {
+    check(&[
+        ("(SELECT 1)", WRITE),
+        ("'SELECT 1'", WRITE),
+        ("\"SELECT\" 1", WRITE),
+        ("1", WRITE),
+        ("t.SELECT 1", WRITE),
+        (".SELECT 1", WRITE),
+        ("SELECTED 1", WRITE),
+        ("SELECT_1", WRITE),
+        ("AS SELECT 1", WRITE),
+        ("UPSERT", WRITE),
+    ]);
+}
+
+#[test]
+fn keyword_case_is_ignored() {
+    check(&[
+        ("select 1", READ),
+        ("SeLeCt 1", READ),
+        ("values (1)", READ),
+        ("wItH x aS (sElEcT 1) sElEcT * fRoM x", READ),
+        ("explain query plan select 1", READ),
+        ("insert into t values (1)", WRITE),
+        ("wItH x aS (sElEcT 1) dElEtE fRoM t", WRITE),
+        ("with x as (select 1) Replace into t select * from x", WRITE),
+        ("pragma user_version", WRITE),
+        ("bEgIn iMmEdIaTe", WRITE),
+    ]);
+}
+
+#[test]
+fn comments() {
+    check(&[
+        ("-- DELETE FROM t\nSELECT 1", READ),
+        ("SELECT 1 -- ; DROP TABLE t", READ),
+        ("SELECT 1 --; DROP TABLE t\n", READ),
+        ("/* DROP TABLE t; */ SELECT 1", READ),
+        ("SELECT /* INSERT INTO t VALUES (1); */ 1", READ),
+        ("SELECT 1 /* unterminated; DELETE FROM t", READ),
+        ("SELECT 1 /*/ still a comment; DELETE FROM t */", READ),
+        ("SELECT 1 /**/ FROM t", READ),
+        ("SELECT 1 /* a */ /* b */ -- c", READ),
+        // `/* */` does not nest: the first `*/` ends it.
+        ("SELECT 1 /* /* */ ; DELETE FROM t */", WRITE),
+        // A `--` comment ends at the line break; what follows is SQL again.
+        ("SELECT 1 -- c\nDELETE FROM t", WRITE),
+        ("SELECT 1 -- c\n; DELETE FROM t", WRITE),
+        ("SELECT 1 /* c */ ; DELETE FROM t", WRITE),
+        // `-` alone, `/` alone and `*/` outside a comment are operators.
+        ("SELECT 2 - 1, 4 / 2 */ 1; DELETE FROM t", WRITE),
+        ("SELECT 2 -1; DELETE FROM t", WRITE),
+        ("SELECT 2 / *; DELETE FROM t", WRITE),
+        ("SELECT 2 /", READ),
+    ]);
+}
+
+#[test]
+fn strings_and_quoted_names() {
+    check(&[
+        ("SELECT x FROM t WHERE name = 'DROP TABLE'", READ),
+        ("SELECT 'it''s; DELETE FROM t'", READ),
+        ("SELECT '' || ';DELETE FROM t;' FROM t", READ),
+        ("SELECT x'00ff', X'AB' FROM t", READ),
+        ("SELECT \"delete\" FROM t", READ),
+        ("SELECT \"a\"\"; DELETE FROM t; --\" FROM t", READ),
+        ("SELECT [update] FROM t", READ),
+        ("SELECT [a]]; DELETE FROM t", WRITE),
+        ("SELECT `drop` FROM t", READ),
+        ("SELECT `a``; DROP TABLE t; --` FROM t", READ),
+        ("SELECT \"t\".\"insert\" FROM \"t\"", READ),
+        // Each quote ends where SQLite ends it, so what follows is SQL again.
+        ("SELECT 'a'; DELETE FROM t", WRITE),
+        ("SELECT 'a'''; DELETE FROM t", WRITE),
+        ("SELECT \"a\"; DELETE FROM t", WRITE),
+        ("SELECT `a`; DELETE FROM t", WRITE),
+        ("SELECT [a]; DELETE FROM t", WRITE),
+        ("SELECT 'a\"'; DELETE FROM t", WRITE),
+        ("SELECT \"a'\"; DELETE FROM t", WRITE),
+        ("SELECT [a'] ; DELETE FROM t", WRITE),
+        // Unterminated: SQLite refuses the statement, so nothing after it runs.
+        ("SELECT 'unterminated; DELETE FROM t", READ),
+        ("SELECT [unterminated; DELETE FROM t", READ),
+    ]);
+}
+
+#[test]
+fn separators_and_whitespace() {
+    check(&[
+        ("  \t\r\n SELECT 1", READ),
+        ("; SELECT 1", READ),
+        (";;SELECT 1;;", READ),
+        ("SELECT 1;", READ),
+        ("SELECT 1 ; ; ", READ),
+        ("\u{000B}\u{000C}SELECT 1", READ),
+        ("SELECT\t1", READ),
+        ("SELECT 1;SELECT 2", READ),
+    ]);
+}
+
+#[test]
+fn empty_input_is_not_read_only() {
+    check(&[
+        ("", WRITE),
+        (" ", WRITE),
+        ("\n\t", WRITE),
+        (";", WRITE),
+        (" ; ;; ", WRITE),
+        ("-- only a comment", WRITE),
+        ("/* only a comment */", WRITE),
+        ("/* unterminated", WRITE),
+        ("\u{FEFF}", WRITE),
+    ]);
+}
+
+#[test]
+fn ctes_that_write() {
+    check(&[
+        ("WITH t AS (SELECT 1) SELECT * FROM t", READ),
+        (
+            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 5) SELECT n FROM c",
+            READ,
+        ),
+        (
+            "WITH a AS (SELECT 1), b AS MATERIALIZED (SELECT 2) VALUES (3)",
+            READ,
+        ),
+        ("WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x", WRITE),
+        (
+            "WITH x AS (SELECT 1) INSERT OR REPLACE INTO t SELECT * FROM x",
+            WRITE,
+        ),
+        ("WITH x AS (SELECT 1) REPLACE INTO t SELECT * FROM x", WRITE),
+        (
+            "WITH x AS (SELECT 1) UPDATE t SET a = (SELECT * FROM x)",
+            WRITE,
+        ),
+        ("WITH x AS (SELECT 1) DELETE FROM t WHERE a IN x", WRITE),
+        ("WITH x AS NOT MATERIALIZED (SELECT 1) DELETE FROM t", WRITE),
+        ("WITH x(update) AS (SELECT 1) SELECT * FROM x", WRITE),
+        ("WITH x AS (SELECT 1)DELETE FROM t", WRITE),
+    ]);
+}
+
+#[test]
+fn explain() {
+    check(&[
+        ("EXPLAIN SELECT 1", READ),
+        ("EXPLAIN QUERY PLAN SELECT * FROM t WHERE a = 1", READ),
+        (
+            "EXPLAIN QUERY PLAN WITH x AS (SELECT 1) SELECT * FROM x",
+            READ,
+        ),
+        ("EXPLAIN VALUES (1)", READ),
+        ("EXPLAIN WITH x AS (SELECT 1) SELECT * FROM x", READ),
+        ("EXPLAIN INSERT INTO t VALUES (1)", WRITE),
+        ("EXPLAIN QUERY PLAN DELETE FROM t", WRITE),
+        (
+            "EXPLAIN QUERY PLAN WITH x AS (SELECT 1) UPDATE t SET a = 1",
+            WRITE,
+        ),
+        ("EXPLAIN PRAGMA user_version = 1", WRITE),
+        ("EXPLAIN", WRITE),
+        ("EXPLAIN QUERY", WRITE),
+        ("EXPLAIN QUERY PLAN", WRITE),
+        ("EXPLAIN;", WRITE),
+        ("EXPLAIN QUERY PLAN; SELECT 1", WRITE),
+        ("EXPLAIN PLAN SELECT 1", WRITE),
+        ("EXPLAIN QUERY SELECT 1", WRITE),
+        ("EXPLAIN QUERY PLAN QUERY PLAN SELECT 1", WRITE),
+        ("EXPLAIN EXPLAIN SELECT 1", WRITE),
+        ("SELECT 1; EXPLAIN", WRITE),
+        ("SELECT EXPLAIN", READ),
+    ]);
+}
+
+#[test]
+fn returning() {
+    check(&[
+        ("INSERT INTO t (a) VALUES (1) RETURNING id", WRITE),
+        ("UPDATE t SET a = 1 RETURNING *", WRITE),
+        ("DELETE FROM t RETURNING a", WRITE),
+        (
+            "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x RETURNING rowid",
+            WRITE,
+        ),
+        ("SELECT 1 RETURNING", WRITE),
+        ("SELECT 1 AS returning", READ),
+    ]);
+}
+
+#[test]
+fn several_statements() {
+    check(&[
+        ("SELECT 1; SELECT 2", READ),
+        (
+            "SELECT 1; VALUES (2); WITH x AS (SELECT 3) SELECT * FROM x;",
+            READ,
+        ),
+        ("SELECT 1; EXPLAIN SELECT 2", READ),
+        ("SELECT 1; DELETE FROM t", WRITE),
+        ("SELECT 1;DELETE FROM t", WRITE),
+        ("DELETE FROM t; SELECT 1", WRITE),
+        ("SELECT 1; SELECT 2; VACUUM", WRITE),
+        ("SELECT 1;\nPRAGMA foreign_keys = ON", WRITE),
+        ("SELECT 1; (SELECT 2)", WRITE),
+        ("SELECT 1; 'x'", WRITE),
+        (
+            "CREATE TRIGGER g AFTER INSERT ON t BEGIN SELECT 1; END; SELECT 2",
+            WRITE,
+        ),
+    ]);
+}
+
+#[test]
+fn pragmas_and_transactions_are_writes() {
+    check(&[
+        ("PRAGMA user_version", WRITE),
+        ("PRAGMA user_version = 1", WRITE),
+        ("PRAGMA main.user_version(7)", WRITE),
+        ("PRAGMA table_info(users)", WRITE),
+        ("PRAGMA foreign_keys = ON", WRITE),
+        ("PRAGMA journal_mode", WRITE),
+        ("PRAGMA optimize", WRITE),
+        ("BEGIN", WRITE),
+        ("BEGIN DEFERRED TRANSACTION", WRITE),
+        ("BEGIN IMMEDIATE", WRITE),
+        ("BEGIN EXCLUSIVE", WRITE),
+        ("COMMIT", WRITE),
+        ("END TRANSACTION", WRITE),
+        ("ROLLBACK", WRITE),
+        ("ROLLBACK TO SAVEPOINT s", WRITE),
+        ("SAVEPOINT s", WRITE),
+        ("RELEASE s", WRITE),
+        ("BEGIN; SELECT 1; COMMIT", WRITE),
+        // Table-valued pragma functions are reads, like any SELECT.
+        ("SELECT name FROM pragma_table_info('users')", READ),
+    ]);
+}
+
+#[test]
+fn keywords_used_as_names() {
+    check(&[
+        ("SELECT replace(a, 'x', 'y') FROM t", READ),
+        ("SELECT REPLACE (a, 'x', 'y') FROM t", READ),
+        ("SELECT replace/* call */(a, 'x', 'y') FROM t", READ),
+        (
+            "SELECT upper(replace(replace(a, 'x', 'y'), 'b', 'c')) FROM t",
+            READ,
+        ),
+        ("SELECT 1 AS reindex", READ),
+        ("SELECT name AS pragma, id AS \"delete\" FROM t", READ),
+        ("SELECT 1 AS /* alias */ drop", READ),
+        ("SELECT t.update FROM t", READ),
+        ("SELECT t . delete FROM t", READ),
+        ("SELECT t./* c */insert FROM t", READ),
+        ("SELECT main.t.create, t.replace FROM t", READ),
+        (
+            "SELECT deleted_at, updated_at, created_at, drop1, _update FROM t",
+            READ,
+        ),
+        (
+            "SELECT * FROM t WHERE a = :delete OR b = @update OR c = $insert OR d = #drop",
+            READ,
+        ),
+        ("SELECT $a::delete, :b::pragma", READ),
+        ("SELECT ?1, ?2, ?", READ),
+        ("SELECT 1 AS select_, 2 AS explain FROM t", READ),
+        ("WITH replace AS (SELECT 1) SELECT * FROM replace", WRITE),
+        // A name only in the positions above; elsewhere the scanner plays safe.
+        ("SELECT replace FROM t", WRITE),
+        ("SELECT replace", WRITE),
+        ("SELECT replace;", WRITE),
+        ("SELECT replace.x FROM t", WRITE),
+        ("SELECT a reindex FROM t", WRITE),
+        ("SELECT analyze FROM t", WRITE),
+        ("SELECT update", WRITE),
+        ("SELECT 1 AS x, update FROM t", WRITE),
+        ("SELECT t.x update FROM t", WRITE),
+        ("SELECT 1 AS x delete FROM t", WRITE),
+        ("SELECT (1) AS x; delete FROM t", WRITE),
+        ("SELECT t.; DELETE FROM t", WRITE),
+        ("SELECT 1 AS; DELETE FROM t", WRITE),
+        ("SELECT 1 AS 'x' DELETE FROM t", WRITE),
+        ("SELECT \"t\" DELETE FROM t", WRITE),
+        ("SELECT t.(delete) FROM t", WRITE),
+        ("SELECT 1 AS x replace (1)", READ),
+    ]);
+}
+
+#[test]
+fn unicode_is_never_a_keyword() {
+    check(&[
+        ("SELECT ünïcödé FROM t", READ),
+        ("SELECT délete, deletё FROM t", READ),
+        ("SELECT ＤＥＬＥＴＥ FROM t", READ),
+        ("SELECT 'ДРОП ТАБЛЕ', \"表\" FROM t", READ),
+        ("SELECT 1 AS ünïcödé", READ),
+        ("SELECT DELETEé FROM t", READ),
+        ("SELECT éDELETE FROM t", READ),
+        // Full-width letters start with the same byte as a byte-order mark.
+        ("SELECT ＸDELETE FROM t", READ),
+        ("ＳＥＬＥＣＴ 1", WRITE),
+        ("SELECTé 1", WRITE),
+        ("éSELECT 1", WRITE),
+        ("SELECT\u{00A0}1", WRITE),
+        ("SELECT 1;\u{00A0}SELECT 2", WRITE),
+        // A byte-order mark is skipped where a token starts, like a space...
+        ("\u{FEFF}SELECT 1", READ),
+        ("SELECT \u{FEFF}1", READ),
+        ("WITH x AS (SELECT 1) \u{FEFF}DELETE FROM t", WRITE),
+        ("SELECT 1;\u{FEFF}DELETE FROM t", WRITE),
+        // ...and is part of the name inside a word.
+        ("SELECT\u{FEFF} 1", WRITE),
+        ("SELECT x\u{FEFF}DELETE FROM t", READ),
+    ]);
+}
+
+/// D1's `exec()` runs each line of its text as a query of its own.
+#[test]
+fn every_line_must_be_read_only_by_itself() {
+    check(&[
+        ("SELECT 'a\nb'", WRITE),
+        ("SELECT 'a\rb'", READ),
+        ("SELECT \"a\nb\" FROM t", WRITE),
+        ("SELECT `a\nb` FROM t", WRITE),
+        ("SELECT [a\nb] FROM t", WRITE),
+        ("SELECT 1 /*\nDELETE FROM t;\n*/", WRITE),
+        ("SELECT 1 /* one line */\n/* another */", READ),
+        ("SELECT 1\n-- DELETE FROM t;\n", READ),
+        ("SELECT t.\nupdate FROM t", WRITE),
+        ("SELECT 1 AS\ndrop", WRITE),
+        ("SELECT 1 AS -- alias\n drop", WRITE),
+        ("SELECT 1 AS\n\nx", READ),
+        ("SELECT replace\n(a, 'x', 'y') FROM t", WRITE),
+        ("SELECT replace -- call\n(a, 'x', 'y') FROM t", WRITE),
+        ("SELECT replace /*\n*/ (a, 'x', 'y') FROM t", WRITE),
+        ("SELECT replace(a,\n'x', 'y') FROM t", READ),
+        ("SELECT 1\nFROM t\nWHERE a = 'x'\n;\nSELECT 2\n", READ),
+    ]);
+}
+
+/// Text the scanner does not judge: SQLite would read it differently from other layers.
+#[test]
+fn nul_bytes_and_tcl_parameters_are_not_judged() {
+    check(&[
+        ("SELECT 1\0; DELETE FROM t", WRITE),
+        ("SELECT '\0'", WRITE),
+        ("\0", WRITE),
+        ("SELECT 1 -- \0", WRITE),
+        (
+            "SELECT $a(') FROM t; DELETE FROM t; SELECT ') FROM t",
+            WRITE,
+        ),
+        (
+            "SELECT $a::(') FROM t; DELETE FROM t; SELECT ') FROM t",
+            WRITE,
+        ),
+        ("SELECT :a::b(x) FROM t", WRITE),
+        ("SELECT @a(1)", WRITE),
+        ("SELECT #a(1)", WRITE),
+        ("SELECT $a (1)", READ),
+        ("SELECT $(1)", READ),
+        ("SELECT $::(1)", READ),
+        ("SELECT $a:(1)", READ),
+    ]);
+}
+
+/// Every keyword of the rule, in every position that decides its meaning.
+#[test]
+fn every_write_keyword() {
+    let keywords = [
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "REPLACE",
+        "CREATE",
+        "DROP",
+        "ALTER",
+        "VACUUM",
+        "ANALYZE",
+        "REINDEX",
+        "PRAGMA",
+        "ATTACH",
+        "DETACH",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "SAVEPOINT",
+        "RELEASE",
+        "RETURNING",
+    ];
+    let mut cases: Vec<(String, bool)> = Vec::new();
+    for keyword in keywords {
+        let lower = keyword.to_ascii_lowercase();
+        cases.extend([
+            (format!("{keyword} x"), WRITE),
+            (format!("SELECT 1; {lower} x"), WRITE),
+            (format!("WITH x AS (SELECT 1) {keyword} x"), WRITE),
+            (format!("EXPLAIN {keyword} x"), WRITE),
+            (format!("SELECT x {lower} FROM t"), WRITE),
+            (format!("SELECT 1 AS {lower}"), READ),
+            (format!("SELECT t.{keyword} FROM t"), READ),
+            (
+                format!("SELECT \"{keyword}\", '{keyword}', [{keyword}], `{keyword}` FROM t"),
+                READ,
+            ),
+            (
+                format!("SELECT {keyword}_at, {lower}1, x{lower} FROM t"),
+                READ,
+            ),
+            (format!("SELECT 1 -- {keyword}"), READ),
+        ]);
+    }
+    let cases: Vec<(&str, bool)> = cases
+        .iter()
+        .map(|(sql, verdict)| (sql.as_str(), *verdict))
+        .collect();
+    check(&cases);
+}
+
+#[test]
+fn works_in_const_context() {
+    // Both verdicts are computed by the compiler, while this file compiles.
+    const SELECT_IS_READ_ONLY: bool = is_read_only("SELECT 1");
+    const CTE_DELETE_IS_READ_ONLY: bool = is_read_only("WITH x AS (SELECT 1) DELETE FROM t");
+    assert_eq!(
+        [SELECT_IS_READ_ONLY, CTE_DELETE_IS_READ_ONLY],
+        [true, false]
+    );
+}
+
+/// Linear time: a long input is judged in one pass, not one pass per token.
+#[test]
+fn long_input_is_judged() {
+    let mut sql = String::from("SELECT 1");
+    for _ in 0..50_000 {
+        sql.push_str(" + replace(a, 'x', 'y') /* c */");
+    }
+    assert!(is_read_only(&sql));
+    sql.push_str("; DELETE FROM t");
+    assert!(!is_read_only(&sql));
+}

@@ -1,0 +1,602 @@
+// End-to-end: the example Worker (examples/worker, built with `--features fast-retries`)
+// under `wrangler dev`, against a real local D1, behind the failure-injecting binding of
+// worker/inject.mjs. Started by scripts/e2e.sh, which passes:
+//   E2E_BASE_URL    where the Worker listens
+//   E2E_WORKER_LOG  the file wrangler's output (the Worker's console) goes to
+//   E2E_REPORT      optional: a Markdown table of every injected case is written there
+//
+// Each case resets the database, sends one request with a failure plan, and checks what
+// the caller got, how many times the statement was called, the waits between calls, the
+// log lines with their fields, and what the database holds afterwards.
+
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { openSync, readSync, fstatSync, closeSync, writeFileSync } from "node:fs";
+
+const BASE = process.env.E2E_BASE_URL ?? "http://127.0.0.1:8787";
+const LOG = process.env.E2E_WORKER_LOG;
+const REPORT = process.env.E2E_REPORT;
+
+// The example's `fast-retries` policy: 5 attempts, 5 ms doubling to a 20 ms cap, 80-120 %.
+const MAX_ATTEMPTS = 5;
+const BASE_DELAY_MS = 5;
+const MAX_DELAY_MS = 20;
+
+/** The smallest and largest `d1.delay_ms` before retry `retry` (1-based). */
+function delayBounds(retry, base = BASE_DELAY_MS, cap = MAX_DELAY_MS) {
+  const capped = Math.min(base * 2 ** (retry - 1), cap);
+  // delay_ms is the delay truncated to whole milliseconds.
+  return [Math.floor(capped * 0.8), Math.floor(capped * 1.2)];
+}
+
+// Every message of shared/notes/d1-errors.md, and the class the Worker must see.
+const DOCUMENTED = [
+  ["Cannot resolve D1 DB due to transient issue on remote node.", "not_executed"],
+  ["Internal error while starting up D1 DB storage caused object to be reset.", "not_executed"],
+  ["D1 DB is overloaded. Too many requests queued.", "not_executed"],
+  ["Network connection lost.", "maybe_executed"],
+  ["Internal error in D1 DB storage caused object to be reset.", "maybe_executed"],
+  ["D1 DB reset because its code was updated.", "maybe_executed"],
+  ["Can't read from request stream because client disconnected.", "maybe_executed"],
+  ["D1 DB is overloaded. Requests queued for too long.", "maybe_executed"],
+  ["internal error; reference = 6cs6dbfq4tb5lmtrbc3t0lis", "maybe_executed"],
+  ["Replica disconnected from primary", "maybe_executed"],
+  ["D1 DB storage operation exceeded timeout which caused object to be reset.", "permanent"],
+  ["D1 DB's isolate exceeded its memory limit and was reset.", "permanent"],
+  ["D1 DB exceeded its CPU time limit and was reset.", "permanent"],
+].map(([message, cls]) => ({ message, cls, shape: "d1" }));
+
+// A transient phrase quoted inside a permanent error (D1 echoes the SQL) must not retry.
+const QUOTED = {
+  message:
+    "D1_EXEC_ERROR: Error in line 1: INSERT INTO t VALUES ('Network connection lost.'): no such table: t: SQLITE_ERROR",
+  cls: "permanent",
+  shape: "bare",
+};
+
+const MESSAGES = [...DOCUMENTED, QUOTED];
+
+const USER_1 = { id: 1, email: "ada@example.com", name: "Ada" };
+
+// Each kind of function: the route, the statement call that fails, whether a failure after
+// which it may have run can be retried, and how to read back its effect.
+const TEA = { item: "e2e-tea", quantity: 2 };
+const PAIR = [
+  { item: "e2e-a", quantity: 1 },
+  { item: "e2e-b", quantity: 3 },
+];
+const teaRows = "SELECT COUNT(*) AS n FROM orders WHERE item = 'e2e-tea'";
+const pairRows = "SELECT COUNT(*) AS n FROM orders WHERE item IN ('e2e-a', 'e2e-b')";
+const stats = { users: 1, orders: 1 };
+
+const KINDS = [
+  {
+    name: "read, first() (#[d1_retry])",
+    send: () => call("GET", "/users/1"),
+    op: "first",
+    access: "read_only",
+    operation: "Shop::find_user",
+    value: USER_1,
+  },
+  {
+    name: "read, all() (#[d1_retry])",
+    send: () => call("GET", "/users/1/orders"),
+    op: "all",
+    access: "read_only",
+    operation: "Shop::user_orders",
+    value: [{ id: 1, user_id: 1, item: "seed", quantity: 1 }],
+  },
+  {
+    name: "single write (#[d1_retry])",
+    send: () => call("POST", "/users/1/orders", TEA),
+    op: "run",
+    access: "write",
+    operation: "Shop::place_order",
+    effect: { sql: teaRows, once: 1 },
+  },
+  {
+    name: "idempotent upsert (#[d1_retry(idempotent)])",
+    send: () => call("PUT", "/users/2", { email: "grace@example.com", name: "Grace" }),
+    op: "run",
+    access: "idempotent",
+    operation: "Shop::save_user",
+    effect: {
+      sql: "SELECT COUNT(*) AS n FROM users WHERE id = 2 AND email = 'grace@example.com'",
+      once: 1,
+    },
+  },
+  {
+    name: "batch of writes (#[d1_retry])",
+    send: () => call("POST", "/users/1/orders/batch", PAIR),
+    op: "batch",
+    access: "write",
+    operation: "Shop::place_orders",
+    effect: { sql: pairRows, once: 2 },
+  },
+  {
+    name: "batch of reads (#[d1_retry])",
+    send: () => call("GET", "/stats"),
+    op: "batch",
+    access: "read_only",
+    operation: "Shop::stats",
+    value: stats,
+  },
+  {
+    name: "D1Retry read, first()",
+    send: () => call("GET", "/wrapped/users/1"),
+    op: "first",
+    access: "read_only",
+    operation: "SELECT id, email, name FROM users WHERE id = ?1",
+    value: USER_1,
+  },
+  {
+    name: "D1Retry read, all()",
+    send: () => call("GET", "/wrapped/users/1/orders"),
+    op: "all",
+    access: "read_only",
+    operation: "SELECT id, user_id, item, quantity FROM orders WHERE user_id = ?1 ORDER BY id",
+    value: [{ id: 1, user_id: 1, item: "seed", quantity: 1 }],
+  },
+  {
+    name: "D1Retry read, raw()",
+    send: () => call("GET", "/wrapped/users/1/order-items"),
+    op: "raw",
+    access: "read_only",
+    operation: "SELECT item, quantity FROM orders WHERE user_id = ?1 ORDER BY id",
+    value: [["seed", 1]],
+  },
+  {
+    name: "D1Retry session read, first()",
+    send: () => call("GET", "/wrapped/session/users/1"),
+    op: "first",
+    access: "read_only",
+    operation: "SELECT id, email, name FROM users WHERE id = ?1",
+    value: USER_1,
+  },
+  {
+    name: "D1Retry read, exec()",
+    send: () => call("GET", "/wrapped/exec"),
+    op: "exec",
+    access: "read_only",
+    operation: "SELECT COUNT(*) FROM users",
+    value: 1,
+  },
+  {
+    name: "D1Retry write, run()",
+    send: () => call("POST", "/wrapped/users/1/orders", TEA),
+    op: "run",
+    access: "write",
+    operation: "INSERT INTO orders (user_id, item, quantity) VALUES (?1, ?2, ?3)",
+    effect: { sql: teaRows, once: 1 },
+  },
+  {
+    name: "D1Retry batch of writes",
+    send: () => call("POST", "/wrapped/users/1/orders/batch", PAIR),
+    op: "batch",
+    access: "write",
+    operation: "D1Retry::batch",
+    effect: { sql: pairRows, once: 2 },
+  },
+  {
+    name: "D1Retry batch of reads",
+    send: () => call("GET", "/wrapped/stats"),
+    op: "batch",
+    access: "read_only",
+    operation: "D1Retry::batch",
+    value: stats,
+  },
+];
+
+function retriable(cls, access) {
+  if (cls === "not_executed") return true;
+  if (cls === "maybe_executed") return access !== "write";
+  return false;
+}
+
+// ---------------------------------------------------------------------------------------
+// Talking to the Worker, its console, and the real database.
+
+let injection; // the plan sent with the next request
+let requests = 0;
+
+async function call(method, path, body) {
+  const headers = {};
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (injection) headers["x-inject"] = JSON.stringify(injection);
+  const requestId = String(++requests);
+  headers["x-e2e-request"] = requestId;
+  const logFrom = logSize();
+  const response = await fetch(BASE + path, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const json = await response.json();
+  const trace = JSON.parse(response.headers.get("x-d1-trace") ?? "[]");
+  const logs = await logLinesOf(logFrom, requestId);
+  return { status: response.status, json, trace, logs };
+}
+
+async function control(path, body) {
+  const response = await fetch(BASE + path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body ?? {}),
+  });
+  const json = await response.json();
+  assert.equal(response.status, 200, `${path}: ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function sql(text, params = []) {
+  return (await control("/__control/sql", { sql: text, params })).results;
+}
+
+async function resetDatabase() {
+  await control("/__control/reset");
+  await sql("INSERT INTO users (id, email, name) VALUES (?1, ?2, ?3)", [1, USER_1.email, USER_1.name]);
+  await sql("INSERT INTO orders (id, user_id, item, quantity) VALUES (1, 1, 'seed', 1)");
+}
+
+function logSize() {
+  if (!LOG) return 0;
+  const fd = openSync(LOG, "r");
+  try {
+    return fstatSync(fd).size;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function readLogFrom(offset) {
+  const fd = openSync(LOG, "r");
+  try {
+    const size = fstatSync(fd).size;
+    const buffer = Buffer.alloc(Math.max(0, size - offset));
+    readSync(fd, buffer, 0, buffer.length, offset);
+    return buffer.toString("utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+// The `[tracing] {...}` lines the Worker printed for one request: those between the
+// `[e2e] begin <id>` and `[e2e] end <id>` lines that worker/inject.mjs prints around it.
+async function logLinesOf(offset, requestId) {
+  assert.ok(LOG, "E2E_WORKER_LOG must name wrangler's output file");
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const text = readLogFrom(offset);
+    const lines = text.split("\n");
+    const begin = lines.indexOf(`[e2e] begin ${requestId}`);
+    const end = lines.indexOf(`[e2e] end ${requestId}`);
+    // The end line counts once its newline is there: the last piece may still be written.
+    if (begin >= 0 && end > begin && end < lines.length - 1) {
+      return lines
+        .slice(begin + 1, end)
+        .filter((line) => line.startsWith("[tracing] "))
+        .map((line) => JSON.parse(line.slice("[tracing] ".length)));
+    }
+    if (Date.now() > deadline) {
+      assert.fail(`no "[e2e] end ${requestId}" line in the Worker's output:\n${text}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function d1Lines(logs) {
+  return logs.filter((line) => line.target === "d1_retry_runtime::log");
+}
+
+// ---------------------------------------------------------------------------------------
+// The report of every injected case, for the closing note.
+
+const report = [];
+
+after(() => {
+  if (!REPORT) return;
+  const header =
+    "| message | shape | when | function | class seen | attempts | status | database afterwards |\n" +
+    "|---|---|---|---|---|---|---|---|\n";
+  const rows = report.map(
+    (r) =>
+      `| ${r.message} | ${r.shape} | ${r.when} | ${r.kind} | ${r.seen} | ${r.attempts} | ${r.status} | ${r.db} |`,
+  );
+  writeFileSync(REPORT, header + rows.join("\n") + "\n");
+});
+
+before(async () => {
+  await resetDatabase();
+});
+
+// ---------------------------------------------------------------------------------------
+
+describe("without failures", () => {
+  test("reads and writes through #[d1_retry] reach the real database", async () => {
+    injection = undefined;
+    await resetDatabase();
+    let r = await call("POST", "/users", { email: "grace@example.com", name: "Grace" });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const grace = r.json.value;
+    assert.deepEqual(await sql("SELECT email, name FROM users WHERE id = ?1", [grace]), [
+      { email: "grace@example.com", name: "Grace" },
+    ]);
+
+    r = await call("GET", `/users/${grace}`);
+    assert.deepEqual(r.json.value, { id: grace, email: "grace@example.com", name: "Grace" });
+    assert.equal(r.trace.length, 1);
+    assert.deepEqual(d1Lines(r.logs), [], "a call that succeeds logs nothing");
+
+    r = await call("PUT", `/users/${grace}`, { email: "grace@example.org", name: "Grace H." });
+    assert.equal(r.status, 200);
+    r = await call("PUT", `/users/${grace}`, { email: "grace@example.org", name: "Grace H." });
+    assert.equal(r.status, 200);
+    assert.deepEqual(await sql("SELECT email, name FROM users WHERE id = ?1", [grace]), [
+      { email: "grace@example.org", name: "Grace H." },
+    ]);
+
+    r = await call("POST", `/users/${grace}/orders`, { item: "pen", quantity: 3 });
+    assert.equal(r.status, 200);
+    r = await call("POST", `/users/${grace}/orders/batch`, [
+      { item: "ink", quantity: 1 },
+      { item: "paper", quantity: 5 },
+    ]);
+    assert.deepEqual(r.json.value, 2);
+    r = await call("GET", `/users/${grace}/orders`);
+    assert.deepEqual(
+      r.json.value.map((o) => [o.item, o.quantity]),
+      [
+        ["pen", 3],
+        ["ink", 1],
+        ["paper", 5],
+      ],
+    );
+    r = await call("GET", "/stats");
+    assert.deepEqual(r.json.value, { users: 2, orders: 4 });
+    r = await call("GET", "/users/count");
+    assert.deepEqual(r.json.value, 2);
+  });
+
+  test("reads and writes through D1Retry reach the real database", async () => {
+    injection = undefined;
+    await resetDatabase();
+    let r = await call("POST", "/wrapped/users/1/orders", { item: "cup", quantity: 2 });
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    r = await call("POST", "/wrapped/users/1/orders/batch", [{ item: "lid", quantity: 4 }]);
+    assert.equal(r.json.value, 1);
+    r = await call("GET", "/wrapped/users/1/order-items");
+    assert.deepEqual(r.json.value, [
+      ["seed", 1],
+      ["cup", 2],
+      ["lid", 4],
+    ]);
+    r = await call("GET", "/wrapped/users/1/orders");
+    assert.equal(r.json.value.length, 3);
+    r = await call("GET", "/wrapped/users/1");
+    assert.deepEqual(r.json.value, USER_1);
+    r = await call("GET", "/wrapped/session/users/1");
+    assert.deepEqual(r.json.value, USER_1);
+    r = await call("GET", "/wrapped/stats");
+    assert.deepEqual(r.json.value, { users: 1, orders: 3 });
+    r = await call("GET", "/wrapped/exec");
+    assert.equal(r.json.value, 1);
+    assert.deepEqual(await sql("SELECT item FROM orders ORDER BY id"), [
+      { item: "seed" },
+      { item: "cup" },
+      { item: "lid" },
+    ]);
+  });
+});
+
+describe("real permanent errors reach the caller after exactly one attempt", () => {
+  test("UNIQUE violation", async () => {
+    injection = undefined;
+    await resetDatabase();
+    const r = await call("POST", "/users", { email: USER_1.email, name: "Impostor" });
+    assert.equal(r.status, 500);
+    assert.equal(r.json.class, "permanent");
+    assert.match(r.json.error, /UNIQUE constraint failed: users\.email/);
+    assert.equal(r.trace.length, 1);
+    assert.deepEqual(await sql("SELECT COUNT(*) AS n FROM users"), [{ n: 1 }]);
+    const [line, ...rest] = d1Lines(r.logs);
+    assert.deepEqual(rest, []);
+    assert.equal(line.message, "D1 permanent failure, not retried");
+    assert.equal(line["d1.attempt"], 1);
+    assert.equal(line["d1.operation"], "Shop::create_user");
+    assert.match(line["d1.failure"], /^D1_ERROR: UNIQUE constraint failed: users\.email/);
+    record({ message: "(real) UNIQUE constraint failed", shape: "real", when: "-" }, "single write, create_user", r, "users: 1 row (unchanged)");
+  });
+
+  test("syntax error", async () => {
+    injection = undefined;
+    const r = await call("GET", "/broken/syntax");
+    assert.equal(r.status, 500);
+    assert.equal(r.json.class, "permanent");
+    assert.match(r.json.error, /syntax error/);
+    assert.equal(r.trace.length, 1);
+    assert.equal(d1Lines(r.logs).length, 1);
+    record({ message: "(real) near \"SELEC\": syntax error", shape: "real", when: "-" }, "first(), broken_syntax", r, "-");
+  });
+
+  test("missing table", async () => {
+    injection = undefined;
+    const r = await call("GET", "/broken/missing-table");
+    assert.equal(r.status, 500);
+    assert.equal(r.json.class, "permanent");
+    assert.match(r.json.error, /no such table: no_such_table/);
+    assert.equal(r.trace.length, 1);
+    assert.equal(d1Lines(r.logs).length, 1);
+    record({ message: "(real) no such table", shape: "real", when: "-" }, "all(), missing_table", r, "-");
+  });
+});
+
+// `seen` is the class the Worker gave the failure: in its first log line, or in the
+// error it answered with.
+function record(failure, kind, r, db) {
+  const seen = d1Lines(r.logs)[0]?.["d1.failure_class"] ?? r.json.class;
+  report.push({
+    message: failure.message.replaceAll("|", "\\|"),
+    shape: failure.shape,
+    when: failure.when,
+    kind,
+    seen,
+    attempts: r.trace.length,
+    status: r.status,
+    db,
+  });
+}
+
+/**
+ * Sends the kind's request with `count` failures injected into its statement call, and
+ * checks the outcome against the retry table.
+ */
+async function injectedCase(kind, failure, when, count) {
+  await resetDatabase();
+  injection = { ops: [kind.op], count, when, shape: failure.shape, message: failure.message };
+  let r;
+  try {
+    r = await kind.send();
+  } finally {
+    injection = undefined;
+  }
+  const retry = retriable(failure.cls, kind.access);
+  const calls = r.trace.filter((c) => c.op === kind.op);
+  const expectedAttempts = retry ? Math.min(count + 1, MAX_ATTEMPTS) : 1;
+  const succeeded = retry && count < MAX_ATTEMPTS;
+  const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace });
+
+  // What the caller got.
+  if (succeeded) {
+    assert.equal(r.status, 200, detail);
+    if (kind.value !== undefined) assert.deepEqual(r.json.value, kind.value);
+  } else {
+    assert.equal(r.status, 500, detail);
+    assert.equal(r.json.class, failure.cls, detail);
+    assert.ok(r.json.error.includes(failure.message), detail);
+  }
+
+  // How many times the statement was called, and which calls failed.
+  assert.equal(calls.length, expectedAttempts, detail);
+  assert.deepEqual(
+    calls.map((c) => c.failed),
+    calls.map((_, i) => i < count),
+    detail,
+  );
+
+  // The log lines and their fields.
+  const lines = d1Lines(r.logs);
+  const retries = lines.filter((l) => l.message === "D1 transient failure, retrying");
+  assert.equal(retries.length, expectedAttempts - 1, JSON.stringify(lines));
+  retries.forEach((line, i) => {
+    assert.equal(line.level, "WARN");
+    assert.equal(line["d1.operation"], kind.operation);
+    assert.equal(line["d1.read_only"], kind.access === "read_only");
+    assert.equal(line["d1.attempt"], i + 1);
+    assert.equal(line["d1.max_attempts"], MAX_ATTEMPTS);
+    assert.equal(line["d1.failure_class"], failure.cls);
+    assert.equal(line["d1.budget_exhausted"], false);
+    assert.ok(line["d1.failure"].includes(failure.message), line["d1.failure"]);
+    const [min, max] = delayBounds(i + 1);
+    const delay = line["d1.delay_ms"];
+    assert.ok(delay >= min && delay <= max, `retry ${i + 1} waited ${delay} ms, not ${min}-${max}`);
+    // The Worker really waited: the next call came at least that much later.
+    const gap = calls[i + 1].at - calls[i].at;
+    assert.ok(gap >= delay - 1, `retry ${i + 1}: calls ${gap} ms apart, delay ${delay} ms`);
+  });
+  const last = lines.at(-1);
+  if (!succeeded) {
+    const expected =
+      retry
+        ? "D1 transient failure, giving up after the last attempt"
+        : failure.cls === "permanent"
+          ? "D1 permanent failure, not retried"
+          : "D1 failure, giving up: retrying could run a write twice or cannot help";
+    assert.equal(last?.message, expected, JSON.stringify(lines));
+    assert.equal(last["d1.attempt"], expectedAttempts);
+    assert.equal(last["d1.failure_class"], failure.cls);
+    assert.equal(lines.length, expectedAttempts, JSON.stringify(lines));
+  } else {
+    assert.equal(lines.length, expectedAttempts - 1, JSON.stringify(lines));
+  }
+
+  // What the database holds: a write ran exactly once when any attempt ran it (every
+  // attempt runs it when the failure comes after the statement; only the last, successful
+  // one when it comes before), and not at all otherwise.
+  let db = "-";
+  if (kind.effect) {
+    const ran = succeeded || when === "after";
+    const [{ n }] = await sql(kind.effect.sql);
+    assert.equal(n, ran ? kind.effect.once : 0, `rows after the call; ${detail}`);
+    db = `${n} row${n === 1 ? "" : "s"} written`;
+  }
+  record({ ...failure, when }, kind.name, r, db);
+}
+
+describe("injected failures, every documented message, every kind of function", () => {
+  for (const failure of MESSAGES) {
+    // Not executed means D1 was never reached, so it is only ever injected before.
+    const whens = failure.cls === "not_executed" ? ["before"] : ["before", "after"];
+    for (const when of whens) {
+      for (const kind of KINDS) {
+        test(`${failure.message} | ${when} | ${kind.name}`, () => injectedCase(kind, failure, when, 2));
+      }
+    }
+  }
+});
+
+describe("injected failures in the other shapes a JavaScript failure takes", () => {
+  const read = KINDS[0];
+  const all = KINDS[1];
+  for (const { message, cls } of DOCUMENTED) {
+    // new Error(message, { cause }): `Error::D1` when the message starts with "D1",
+    // `Error::UnknownJsError` otherwise; and a thrown string, `Error::JsError`.
+    for (const shape of ["bare", "string"]) {
+      const when = cls === "not_executed" ? "before" : "after";
+      for (const kind of [read, all]) {
+        test(`${message} | ${shape} | ${kind.name}`, () =>
+          injectedCase(kind, { message, cls, shape }, when, 2));
+      }
+    }
+  }
+});
+
+describe("retries stop after the policy's attempts", () => {
+  const lost = DOCUMENTED.find((f) => f.message === "Network connection lost.");
+  const overloaded = DOCUMENTED.find((f) => f.cls === "not_executed");
+  for (const kind of KINDS) {
+    test(`not executed, every attempt | ${kind.name}`, () => injectedCase(kind, overloaded, "before", 9));
+  }
+  for (const kind of KINDS.filter((k) => k.access !== "write")) {
+    test(`maybe executed after it ran, every attempt | ${kind.name}`, () =>
+      injectedCase(kind, lost, "after", 9));
+  }
+});
+
+test("the default schedule waits 160-240 ms before the first retry", async () => {
+  await resetDatabase();
+  injection = {
+    ops: ["first"],
+    count: 1,
+    when: "before",
+    shape: "d1",
+    message: "D1 DB is overloaded. Too many requests queued.",
+  };
+  const r = await call("GET", "/users/count");
+  injection = undefined;
+  assert.equal(r.status, 200, JSON.stringify(r.json));
+  assert.equal(r.json.value, 1);
+  assert.equal(r.trace.length, 2);
+  const [line, ...rest] = d1Lines(r.logs);
+  assert.deepEqual(rest, []);
+  assert.equal(line["d1.operation"], "Shop::count_users");
+  const [min, max] = delayBounds(1, 200, 2000);
+  assert.ok(line["d1.delay_ms"] >= min && line["d1.delay_ms"] <= max, `${line["d1.delay_ms"]} ms`);
+  const gap = r.trace[1].at - r.trace[0].at;
+  assert.ok(gap >= line["d1.delay_ms"] - 1, `calls ${gap} ms apart`);
+  record(
+    { message: "D1 DB is overloaded. Too many requests queued.", cls: "not_executed", shape: "d1", when: "before" },
+    `default schedule, count_users (waited ${line["d1.delay_ms"]} ms)`,
+    r,
+    "-",
+  );
+});

@@ -1,0 +1,170 @@
+// The example Worker's entry point, wrapped: each request runs the Rust Worker with
+// `env.DB` replaced by a D1 binding that fails on command, in the shape real D1 failures
+// have, before or after the real statement runs. Routes under /__control/ reach the real
+// binding directly, for the tests to set up and read back the database.
+//
+// The request header `x-inject` holds the plan (JSON):
+//   { "ops": ["first", "run", "all", "raw", "batch", "exec", "dump"],  // default: all of them
+//     "count": 2,               // how many matching calls fail
+//     "when": "before"|"after", // fail without running the statement, or after it ran
+//     "shape": "d1"|"bare"|"string",
+//     "message": "Network connection lost." }
+// shape "d1" (default) is what D1 throws: new Error("D1_ERROR: " + message, { cause: new Error(message) });
+// "bare" is new Error(message, { cause: new Error("injected detail") }); "string" throws the message itself.
+// The request header `x-e2e-request: <id>` brackets the Worker's log lines for the request
+// between `[e2e] begin <id>` and `[e2e] end <id>` lines.
+// The response header `x-d1-trace` lists every statement call: [{ op, at, failed }], `at`
+// in milliseconds from the first call.
+
+import { WorkerEntrypoint } from "cloudflare:workers";
+import RustWorker from "../../examples/worker/build/index.js";
+
+const OPERATIONS = ["first", "run", "all", "raw", "batch", "exec", "dump"];
+
+export default class extends WorkerEntrypoint {
+  async fetch(request) {
+    const url = new URL(request.url);
+    if (url.pathname.startsWith("/__control/")) {
+      return control(url.pathname, request, this.env.DB);
+    }
+    const injector = new Injector(request.headers.get("x-inject"));
+    const env = { ...this.env, DB: new D1Database(this.env.DB, injector) };
+    // The Worker's log lines reach wrangler's output through the same stream as these
+    // markers, in order; wrangler's own request lines do not, so tests look for these.
+    const id = request.headers.get("x-e2e-request");
+    if (id) console.log(`[e2e] begin ${id}`);
+    let response;
+    try {
+      response = await RustWorker.prototype.fetch.call({ env, ctx: this.ctx }, request);
+    } finally {
+      if (id) console.log(`[e2e] end ${id}`);
+    }
+    const headers = new Headers(response.headers);
+    headers.set("x-d1-trace", JSON.stringify(injector.trace));
+    return new Response(response.body, { status: response.status, headers });
+  }
+}
+
+class Injector {
+  constructor(header) {
+    const plan = header ? JSON.parse(header) : { count: 0 };
+    this.ops = new Set(plan.ops ?? OPERATIONS);
+    this.remaining = plan.count ?? 0;
+    this.when = plan.when ?? "before";
+    this.shape = plan.shape ?? "d1";
+    this.message = plan.message ?? "";
+    this.trace = [];
+    this.start = undefined;
+  }
+
+  failure() {
+    switch (this.shape) {
+      case "d1":
+        return new Error(`D1_ERROR: ${this.message}`, { cause: new Error(this.message) });
+      case "bare":
+        return new Error(this.message, { cause: new Error("injected detail") });
+      case "string":
+        return this.message;
+      default:
+        throw new Error(`unknown shape ${this.shape}`);
+    }
+  }
+
+  // Runs one statement call, failing it if the plan says so.
+  async call(op, real) {
+    const now = Date.now();
+    this.start ??= now;
+    const fail = this.ops.has(op) && this.remaining > 0;
+    if (fail) this.remaining -= 1;
+    this.trace.push({ op, at: now - this.start, failed: fail });
+    if (fail && this.when === "before") throw this.failure();
+    const result = await real();
+    if (fail) throw this.failure();
+    return result;
+  }
+}
+
+// The `worker` crate checks the binding's constructor name, so these classes keep the
+// names of the real ones.
+class D1Database {
+  constructor(real, injector) {
+    this.real = real;
+    this.injector = injector;
+  }
+  prepare(sql) {
+    return new D1PreparedStatement(this.real.prepare(sql), this.injector);
+  }
+  async batch(statements) {
+    return this.injector.call("batch", () => this.real.batch(statements.map((s) => s.real)));
+  }
+  async exec(sql) {
+    return this.injector.call("exec", () => this.real.exec(sql));
+  }
+  async dump() {
+    return this.injector.call("dump", () => this.real.dump());
+  }
+  withSession(constraintOrBookmark) {
+    return new D1DatabaseSession(this.real.withSession(constraintOrBookmark), this.injector);
+  }
+}
+
+class D1DatabaseSession {
+  constructor(real, injector) {
+    this.real = real;
+    this.injector = injector;
+  }
+  prepare(sql) {
+    return new D1PreparedStatement(this.real.prepare(sql), this.injector);
+  }
+  async batch(statements) {
+    return this.injector.call("batch", () => this.real.batch(statements.map((s) => s.real)));
+  }
+  getBookmark() {
+    return this.real.getBookmark();
+  }
+}
+
+class D1PreparedStatement {
+  constructor(real, injector) {
+    this.real = real;
+    this.injector = injector;
+  }
+  bind(...values) {
+    return new D1PreparedStatement(this.real.bind(...values), this.injector);
+  }
+  async first(column) {
+    return this.injector.call("first", () => this.real.first(column));
+  }
+  async run() {
+    return this.injector.call("run", () => this.real.run());
+  }
+  async all() {
+    return this.injector.call("all", () => this.real.all());
+  }
+  async raw(options) {
+    return this.injector.call("raw", () => this.real.raw(options));
+  }
+}
+
+// POST /__control/sql  {"sql": "...", "params": [...]}  -> {"results": [...]} (real binding)
+// POST /__control/reset                                  -> empties the tables
+// GET  /__control/ready                                  -> 200 once the Worker serves
+async function control(path, request, db) {
+  try {
+    if (path === "/__control/ready") {
+      return Response.json({ ok: true });
+    }
+    if (path === "/__control/sql") {
+      const { sql, params = [] } = await request.json();
+      const { results } = await db.prepare(sql).bind(...params).all();
+      return Response.json({ results });
+    }
+    if (path === "/__control/reset") {
+      await db.batch([db.prepare("DELETE FROM orders"), db.prepare("DELETE FROM users")]);
+      return Response.json({ ok: true });
+    }
+    return new Response("unknown control route", { status: 404 });
+  } catch (error) {
+    return Response.json({ error: String(error), cause: String(error?.cause) }, { status: 500 });
+  }
+}

@@ -1,0 +1,211 @@
+//! A small repository over D1, each method retried with `#[d1_retry]`.
+
+use d1_retry::d1_retry;
+use serde::{Deserialize, Serialize};
+use worker::wasm_bindgen::JsValue;
+use worker::{D1Database, D1Result, Result};
+
+use crate::policy::POLICY;
+
+/// A row of `users`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct User {
+    pub id: i64,
+    pub email: String,
+    pub name: String,
+}
+
+/// A row of `orders`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Order {
+    pub id: i64,
+    pub user_id: i64,
+    pub item: String,
+    pub quantity: i64,
+}
+
+/// An order to place.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct NewOrder {
+    pub item: String,
+    pub quantity: i64,
+}
+
+/// How many rows each table holds.
+#[derive(Debug, Serialize)]
+pub struct Stats {
+    pub users: i64,
+    pub orders: i64,
+}
+
+/// A constant: `#[d1_retry]` judges it at compile time, through the `const fn` scanner.
+const INSERT_ORDER: &str = "INSERT INTO orders (user_id, item, quantity) VALUES (?1, ?2, ?3)";
+
+pub struct Shop {
+    db: D1Database,
+}
+
+impl Shop {
+    pub fn new(db: D1Database) -> Self {
+        Shop { db }
+    }
+
+    /// A read: retried after any transient failure.
+    #[d1_retry(policy = POLICY)]
+    pub async fn find_user(&self, id: i64) -> Result<Option<User>> {
+        self.db
+            .prepare("SELECT id, email, name FROM users WHERE id = ?1")
+            .bind(&[number(id)])?
+            .first(None)
+            .await
+    }
+
+    /// A read through `all()`, whose failures arrive as `Error::UnknownJsError`.
+    #[d1_retry(policy = POLICY)]
+    pub async fn user_orders(&self, user_id: i64) -> Result<Vec<Order>> {
+        self.db
+            .prepare(
+                "SELECT id, user_id, item, quantity FROM orders WHERE user_id = ?1 ORDER BY id",
+            )
+            .bind(&[number(user_id)])?
+            .all()
+            .await?
+            .results()
+    }
+
+    /// A read with the default schedule (about 200, 400, 800, 1600 ms).
+    #[d1_retry]
+    pub async fn count_users(&self) -> Result<i64> {
+        let count = self
+            .db
+            .prepare("SELECT COUNT(*) AS n FROM users")
+            .first::<i64>(Some("n"))
+            .await?;
+        Ok(count.unwrap_or(0))
+    }
+
+    /// A single write: retried only when D1 was not reached, since running it twice
+    /// would create two users (or fail the second time on the unique email).
+    #[d1_retry(policy = POLICY)]
+    pub async fn create_user(&self, email: &str, name: &str) -> Result<i64> {
+        let result = self
+            .db
+            .prepare("INSERT INTO users (email, name) VALUES (?1, ?2)")
+            .bind(&[email.into(), name.into()])?
+            .run()
+            .await?;
+        last_row_id(&result)
+    }
+
+    /// An upsert: running it twice leaves the row as running it once, so it is declared
+    /// idempotent and retried like a read.
+    #[d1_retry(idempotent, policy = POLICY)]
+    pub async fn save_user(&self, user: &User) -> Result<()> {
+        self.db
+            .prepare(
+                "INSERT INTO users (id, email, name) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (id) DO UPDATE SET email = excluded.email, name = excluded.name",
+            )
+            .bind(&[
+                number(user.id),
+                user.email.as_str().into(),
+                user.name.as_str().into(),
+            ])?
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    /// A single write whose SQL is a constant.
+    #[d1_retry(policy = POLICY)]
+    pub async fn place_order(&self, user_id: i64, order: &NewOrder) -> Result<i64> {
+        let result = self
+            .db
+            .prepare(INSERT_ORDER)
+            .bind(&[
+                number(user_id),
+                order.item.as_str().into(),
+                number(order.quantity),
+            ])?
+            .run()
+            .await?;
+        last_row_id(&result)
+    }
+
+    /// A batch of writes: one transaction, so one statement site, retried like a single write.
+    #[d1_retry(policy = POLICY)]
+    pub async fn place_orders(&self, user_id: i64, orders: &[NewOrder]) -> Result<usize> {
+        let results = self
+            .db
+            .batch(
+                orders
+                    .iter()
+                    .map(|order| {
+                        self.db.prepare(INSERT_ORDER).bind(&[
+                            number(user_id),
+                            order.item.as_str().into(),
+                            number(order.quantity),
+                        ])
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            )
+            .await?;
+        Ok(results.len())
+    }
+
+    /// A batch of reads: retried after any transient failure.
+    #[d1_retry(policy = POLICY)]
+    pub async fn stats(&self) -> Result<Stats> {
+        let results = self
+            .db
+            .batch(vec![
+                self.db.prepare("SELECT COUNT(*) AS n FROM users"),
+                self.db.prepare("SELECT COUNT(*) AS n FROM orders"),
+            ])
+            .await?;
+        let count = |index: usize| -> Result<i64> {
+            let rows: Vec<Count> = match results.get(index) {
+                Some(result) => result.results()?,
+                None => return Err("the batch returned fewer results than statements".into()),
+            };
+            Ok(rows.first().map_or(0, |row| row.n))
+        };
+        Ok(Stats {
+            users: count(0)?,
+            orders: count(1)?,
+        })
+    }
+
+    /// SQL that SQLite refuses: a permanent failure, never retried.
+    #[d1_retry(policy = POLICY)]
+    pub async fn broken_syntax(&self) -> Result<Option<serde_json::Value>> {
+        self.db.prepare("SELEC 1").first(None).await
+    }
+
+    /// A table that does not exist: a permanent failure, never retried.
+    #[d1_retry(policy = POLICY)]
+    pub async fn missing_table(&self) -> Result<Vec<serde_json::Value>> {
+        self.db
+            .prepare("SELECT * FROM no_such_table")
+            .all()
+            .await?
+            .results()
+    }
+}
+
+#[derive(Deserialize)]
+struct Count {
+    n: i64,
+}
+
+/// D1 takes JavaScript numbers; `JsValue::from(i64)` would be a `BigInt`, which it refuses.
+pub fn number(value: i64) -> JsValue {
+    JsValue::from_f64(value as f64)
+}
+
+pub fn last_row_id(result: &D1Result) -> Result<i64> {
+    result
+        .meta()?
+        .and_then(|meta| meta.last_row_id)
+        .ok_or_else(|| "D1 did not report the new row's id".into())
+}

@@ -1,0 +1,203 @@
+//! A fake D1 for the `#[d1_retry]` tests: its statements fail from a script, in order, and
+//! it counts what ran. Shaped like `worker::D1Database` (`prepare`, `bind`, `first`, `run`,
+//! `exec`, `batch`), and `Send` so that it also serves `#[async_trait]` methods.
+#![allow(dead_code, unused_imports)]
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// What D1 answers to one statement run (a `batch` is one run).
+#[derive(Clone, Copy, Debug)]
+pub enum Outcome {
+    Ok,
+    Fail(&'static str),
+}
+
+pub use Outcome::{Fail, Ok as Succeed};
+
+pub const NETWORK_LOST: &str = "D1_ERROR: Network connection lost.";
+pub const NOT_REACHED: &str = "Cannot resolve D1 DB due to transient issue on remote node.";
+pub const INTERNAL: &str = "D1_ERROR: internal error; reference = abc";
+pub const UNIQUE: &str = "UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT";
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Outcome>,
+    ran: Vec<String>,
+}
+
+/// Answers from its script, then succeeds.
+#[derive(Default)]
+pub struct FakeDb {
+    state: Mutex<State>,
+}
+
+impl FakeDb {
+    pub fn new(script: impl IntoIterator<Item = Outcome>) -> Self {
+        FakeDb {
+            state: Mutex::new(State {
+                script: script.into_iter().collect(),
+                ran: Vec::new(),
+            }),
+        }
+    }
+
+    /// Fails with each message in turn, then succeeds.
+    pub fn failing(messages: &[&'static str]) -> Self {
+        Self::new(messages.iter().map(|message| Fail(message)))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How many statements (or batches) were sent to the database.
+    pub fn calls(&self) -> usize {
+        self.state().ran.len()
+    }
+
+    /// The SQL sent, in order; a batch's statements joined with " ; ".
+    pub fn ran(&self) -> Vec<String> {
+        self.state().ran.clone()
+    }
+
+    fn run_sql(&self, sql: String) -> Result<u64, DbError> {
+        let mut state = self.state();
+        state.ran.push(sql);
+        match state.script.pop_front() {
+            Some(Fail(message)) => Err(DbError::new(message)),
+            Some(Outcome::Ok) | None => Ok(1),
+        }
+    }
+
+    pub fn prepare(&self, sql: impl Into<String>) -> Statement<'_> {
+        Statement {
+            db: self,
+            sql: sql.into(),
+            binds: Vec::new(),
+        }
+    }
+
+    pub async fn exec(&self, sql: &str) -> Result<u64, DbError> {
+        self.run_sql(sql.to_owned())
+    }
+
+    pub async fn batch(&self, statements: Vec<Statement<'_>>) -> Result<Vec<u64>, DbError> {
+        let sql: Vec<String> = statements.iter().map(|s| s.sql.clone()).collect();
+        let count = statements.len();
+        self.run_sql(sql.join(" ; ")).map(|_| vec![1; count])
+    }
+}
+
+pub struct Statement<'db> {
+    db: &'db FakeDb,
+    sql: String,
+    binds: Vec<i64>,
+}
+
+impl Statement<'_> {
+    pub fn bind(mut self, values: &[i64]) -> Result<Self, DbError> {
+        self.binds.extend_from_slice(values);
+        Ok(self)
+    }
+
+    /// The first bound value back, as if the row with that id was found.
+    pub async fn first(self) -> Result<Option<i64>, DbError> {
+        let id = self.binds.first().copied();
+        self.db.run_sql(self.sql).map(|_| id)
+    }
+
+    pub async fn run(self) -> Result<u64, DbError> {
+        self.db.run_sql(self.sql)
+    }
+}
+
+/// D1's error, reduced to its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DbError {
+    pub message: String,
+}
+
+impl DbError {
+    pub fn new(message: &str) -> Self {
+        DbError {
+            message: message.to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DbError {}
+
+/// An application error whose own message says nothing about D1: only its `source()` does.
+#[derive(Debug)]
+pub struct RepoError {
+    pub source: DbError,
+}
+
+impl From<DbError> for RepoError {
+    fn from(source: DbError) -> Self {
+        RepoError { source }
+    }
+}
+
+impl fmt::Display for RepoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("could not load the user")
+    }
+}
+
+impl std::error::Error for RepoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// Every log line written while `logs` is the thread's default subscriber.
+#[derive(Clone, Default)]
+pub struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Logs {
+    pub fn text(&self) -> String {
+        let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.text().lines().map(str::to_owned).collect()
+    }
+
+    /// Captures the logs of this thread (a current-thread tokio test) until the guard drops.
+    pub fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+        let logs = Logs::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .without_time()
+            .finish();
+        let guard = tracing::subscriber::set_default(subscriber);
+        (logs, guard)
+    }
+}
+
+impl io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

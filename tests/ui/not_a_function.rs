@@ -1,0 +1,6 @@
+use d1_retry::d1_retry;
+
+#[d1_retry]
+struct UserRepo;
+
+fn main() {}

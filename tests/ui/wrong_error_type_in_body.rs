@@ -1,0 +1,15 @@
+use d1_retry::d1_retry;
+
+#[path = "support/db.rs"]
+mod db;
+use db::Db;
+
+#[d1_retry]
+async fn find(db: &Db) -> Result<Option<i64>, String> {
+    let row = db.prepare("SELECT 1").first().await?;
+    Ok(row)
+}
+
+fn main() {
+    let _ = find;
+}
