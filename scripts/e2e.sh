@@ -70,6 +70,7 @@ export NO_COLOR=1
 STATE=$(mktemp -d "${TMPDIR:-/tmp}/d1-retry-e2e.XXXXXX")
 WORKER_LOG="$STATE/wrangler.log"
 SERVER_PGID=""
+TEST_PID=""
 
 stop_server() {
     if [ -n "$SERVER_PGID" ]; then
@@ -85,6 +86,10 @@ stop_server() {
 
 cleanup() {
     local status=$?
+    if [ -n "$TEST_PID" ]; then
+        kill -TERM "$TEST_PID" 2>/dev/null || true
+        wait "$TEST_PID" 2>/dev/null || true
+    fi
     stop_server
     if [ "$status" -ne 0 ] && [ -f "$WORKER_LOG" ]; then
         echo "--- last lines of wrangler's output ($WORKER_LOG)"
@@ -144,8 +149,13 @@ started=$(date +%s)
 step "test: node --test e2e/test"
 REPORT=${E2E_REPORT:-$ROOT/target/e2e-report.md}
 mkdir -p "$(dirname "$REPORT")"
+# In the background and waited for, so that a signal runs the trap at once instead of after
+# the tests (bash defers traps while a foreground command runs).
 E2E_BASE_URL="$BASE_URL" E2E_WORKER_LOG="$WORKER_LOG" E2E_REPORT="$REPORT" \
-    node --test --test-reporter=spec test/worker.test.mjs
+    node --test --test-reporter=spec test/worker.test.mjs &
+TEST_PID=$!
+wait "$TEST_PID"
+TEST_PID=""
 elapsed "$started"
 echo "table of injected cases: $REPORT"
 

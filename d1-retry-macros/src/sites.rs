@@ -505,6 +505,30 @@ mod tests {
     }
 
     #[test]
+    fn repeated_vec_elements_are_observed() {
+        let (found, body) = sites_of("{ db.batch(vec![db.prepare(sql); 2]).await }");
+        assert_eq!(found, ["dynamic"]);
+        assert!(body.contains("attempt . observe (sql)"), "{body}");
+    }
+
+    #[test]
+    fn parentheses_and_invisible_groups_are_seen_through() {
+        assert_eq!(sites(r#"{ db.prepare(("DELETE FROM t")) }"#), ["write"]);
+        // `$sql:expr` passed on by a `macro_rules!` arrives in an invisible group.
+        let sql = proc_macro2::Group::new(Delimiter::None, quote!("DELETE FROM t"));
+        let mut block: Block =
+            syn::parse2(quote!({ db.prepare(#sql) })).unwrap_or_else(|e| panic!("{e}"));
+        let found = find(&mut block, None);
+        assert!(matches!(
+            found.first().and_then(|site| site.sql.first()),
+            Some(Sql::Literal {
+                read_only: false,
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn constants_are_told_from_variables_by_their_names() {
         let path = |s: &str| syn::parse_str::<syn::Path>(s).unwrap_or_else(|e| panic!("{e}"));
         assert!(looks_constant(&path("SQL")));
@@ -524,5 +548,6 @@ mod tests {
             Some("SELECT 1 + -2.5 true")
         );
         assert_eq!(concat_literals(&tokens(r#""a", env!("B")"#)), None);
+        assert_eq!(concat_literals(&tokens(r#""a", !true"#)), None);
     }
 }

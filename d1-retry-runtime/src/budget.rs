@@ -476,6 +476,24 @@ mod tests {
     }
 
     #[test]
+    fn hash_follows_equality_and_debug_shows_the_pool() {
+        use std::hash::BuildHasher;
+        let state = std::hash::RandomState::new();
+        let hash_with = |b: &RetryBudget| state.hash_one(b);
+        let a = own(10, 0.1);
+        assert_eq!(
+            hash_with(&a),
+            hash_with(&RetryBudget::new(a.tokens).with_max_tokens(10))
+        );
+        assert_ne!(hash_with(&a), hash_with(&a.with_max_tokens(11)));
+        assert_ne!(hash_with(&a), hash_with(&a.with_token_ratio(0.2)));
+        assert_ne!(hash_with(&a), hash_with(&own(10, 0.1)));
+        a.record_failure();
+        assert_eq!(format!("{:?}", a.tokens), "RetryTokens { spent: 1.0 }");
+        assert!(format!("{a:?}").contains("tokens: 9.0"), "{a:?}");
+    }
+
+    #[test]
     fn pool_is_shared_across_threads() {
         let budget = own(1000, 0.1);
         std::thread::scope(|s| {

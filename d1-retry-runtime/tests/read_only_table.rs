@@ -357,8 +357,10 @@ fn unicode_is_never_a_keyword() {
         ("SELECT 1 AS ünïcödé", READ),
         ("SELECT DELETEé FROM t", READ),
         ("SELECT éDELETE FROM t", READ),
-        // Full-width letters start with the same byte as a byte-order mark.
+        // Characters that share one or two bytes with a byte-order mark are letters.
         ("SELECT ＸDELETE FROM t", READ),
+        ("SELECT ＿DELETE FROM t", READ),
+        ("SELECT ﻠDELETE FROM t", READ),
         ("ＳＥＬＥＣＴ 1", WRITE),
         ("SELECTé 1", WRITE),
         ("éSELECT 1", WRITE),

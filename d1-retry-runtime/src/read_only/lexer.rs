@@ -281,6 +281,8 @@ mod tests {
             ("\u{FEFF}a", &[(Space, "\u{FEFF}"), (Word, "a")]),
             ("a\u{FEFF}b", &[(Word, "a\u{FEFF}b")]),
             ("\u{FF38}DELETE", &[(Word, "\u{FF38}DELETE")]),
+            ("\u{FF3F}x", &[(Word, "\u{FF3F}x")]),
+            ("\u{FEE0}x", &[(Word, "\u{FEE0}x")]),
             ("\u{EF}x", &[(Word, "\u{EF}x")]),
             ("é1_$x+", &[(Word, "é1_$x"), (Other, "+")]),
             ("1.5e3", &[(Word, "1"), (Dot, "."), (Word, "5e3")]),
