@@ -184,20 +184,20 @@ fn attempt_body(block: &Block, output: &Type) -> TokenStream {
 fn operation_name(function: &Checked, options: &Options, krate: &TokenStream) -> TokenStream {
     let operation = Ident::new("__d1_retry_operation", Span::mixed_site());
     if let Some(name) = options.name() {
-        return quote!(let #operation: &str = #name;);
+        return quote!(let #operation = #krate::__private::Operation::Named(#name););
     }
     let fn_name = function.sig.ident.unraw().to_string();
     if is_method(&function.sig) {
-        let method = Ident::new("__d1_retry_method", Span::mixed_site());
+        // Kept as two parts and joined only when a line is logged: naming costs nothing
+        // on the happy path.
         quote! {
-            let #method = #krate::__private::MethodName::new(
-                ::core::any::type_name::<Self>(),
-                #fn_name,
-            );
-            let #operation: &str = #method.as_str();
+            let #operation = #krate::__private::Operation::Method {
+                type_name: ::core::any::type_name::<Self>(),
+                method: #fn_name,
+            };
         }
     } else {
-        quote!(let #operation: &str = #fn_name;)
+        quote!(let #operation = #krate::__private::Operation::Named(#fn_name);)
     }
 }
 

@@ -5,6 +5,7 @@ use core::time::Duration;
 use rand::rngs::SmallRng;
 
 use crate::failure::Failure;
+use crate::operation::Operation;
 use crate::{FailureClass, RetryPolicy, Sleeper, jitter, log, should_retry};
 
 /// What re-running the failed attempt could do to the database.
@@ -41,7 +42,7 @@ impl Access {
 /// failure needs a jittered delay, so a call that succeeds at once costs a few stores.
 pub struct Driver<'a, S> {
     policy: RetryPolicy,
-    operation: &'a str,
+    operation: Operation<'a>,
     sleeper: S,
     attempt: u32,
     seed: Option<u64>,
@@ -50,7 +51,7 @@ pub struct Driver<'a, S> {
 
 impl<'a, S: Sleeper> Driver<'a, S> {
     /// A driver about to make its first attempt.
-    pub fn new(policy: RetryPolicy, operation: &'a str, sleeper: S) -> Self {
+    pub fn new(policy: RetryPolicy, operation: Operation<'a>, sleeper: S) -> Self {
         Driver {
             policy,
             operation,
@@ -74,7 +75,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     }
 
     /// The operation name logged as `d1.operation`.
-    pub fn operation(&self) -> &str {
+    pub fn operation(&self) -> Operation<'a> {
         self.operation
     }
 

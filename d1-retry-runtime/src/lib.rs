@@ -38,6 +38,7 @@ mod driver;
 mod failure;
 mod jitter;
 mod log;
+mod operation;
 mod policy;
 mod read_only;
 mod retry;

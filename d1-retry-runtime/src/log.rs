@@ -3,11 +3,12 @@
 use core::time::Duration;
 
 use crate::failure::Failure;
+use crate::operation::Operation;
 use crate::{FailureClass, PolicyError};
 
 /// The fields every line about one failed attempt carries.
 pub(crate) struct Event<'a, 'e> {
-    pub(crate) operation: &'a str,
+    pub(crate) operation: Operation<'a>,
     pub(crate) read_only: bool,
     pub(crate) attempt: u32,
     pub(crate) max_attempts: u32,
@@ -18,7 +19,7 @@ pub(crate) struct Event<'a, 'e> {
 
 pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
     tracing::warn!(
-        d1.operation = event.operation,
+        d1.operation = %event.operation,
         d1.read_only = event.read_only,
         d1.attempt = event.attempt,
         d1.max_attempts = event.max_attempts,
@@ -32,7 +33,7 @@ pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
 
 pub(crate) fn exhausted(event: &Event<'_, '_>) {
     tracing::warn!(
-        d1.operation = event.operation,
+        d1.operation = %event.operation,
         d1.read_only = event.read_only,
         d1.attempt = event.attempt,
         d1.max_attempts = event.max_attempts,
@@ -47,7 +48,7 @@ pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
     if class == FailureClass::Permanent && event.attempt == 1 {
         // The caller's own error (a constraint, a syntax error): not d1-retry's news.
         tracing::debug!(
-            d1.operation = event.operation,
+            d1.operation = %event.operation,
             d1.read_only = event.read_only,
             d1.attempt = event.attempt,
             d1.max_attempts = event.max_attempts,
@@ -59,7 +60,7 @@ pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
         return;
     }
     tracing::warn!(
-        d1.operation = event.operation,
+        d1.operation = %event.operation,
         d1.read_only = event.read_only,
         d1.attempt = event.attempt,
         d1.max_attempts = event.max_attempts,
@@ -74,7 +75,7 @@ pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
 /// tolerates: the caller gets the error now instead of adding load.
 pub(crate) fn budget_exhausted(event: &Event<'_, '_>) {
     tracing::warn!(
-        d1.operation = event.operation,
+        d1.operation = %event.operation,
         d1.read_only = event.read_only,
         d1.attempt = event.attempt,
         d1.max_attempts = event.max_attempts,
@@ -85,18 +86,18 @@ pub(crate) fn budget_exhausted(event: &Event<'_, '_>) {
     );
 }
 
-pub(crate) fn invalid_policy(operation: &str, error: PolicyError) {
+pub(crate) fn invalid_policy(operation: Operation<'_>, error: PolicyError) {
     tracing::error!(
-        d1.operation = operation,
+        d1.operation = %operation,
         d1.policy_error = error.message(),
         "invalid RetryPolicy: made a single attempt"
     );
 }
 
 /// A `read_only` function ran SQL that writes; that attempt is treated as a write.
-pub(crate) fn write_in_read_only(operation: &str, sql: &str) {
+pub(crate) fn write_in_read_only(operation: Operation<'_>, sql: &str) {
     tracing::error!(
-        d1.operation = operation,
+        d1.operation = %operation,
         d1.sql = sql,
         "#[d1_retry(read_only)] function ran SQL that may write; treating this attempt as a write"
     );

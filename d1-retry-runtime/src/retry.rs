@@ -4,6 +4,7 @@ use std::error::Error;
 
 use crate::driver::{Access, Driver};
 use crate::failure::Failure;
+use crate::operation::Operation;
 use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 
 /// The retry driver, for code that does not use `#[d1_retry]`.
@@ -151,8 +152,8 @@ impl<S: Sleeper> Retry<'_, S> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut driver =
-            Driver::new(self.policy, self.operation, self.sleeper).with_seed(self.seed);
+        let mut driver = Driver::new(self.policy, Operation::Named(self.operation), self.sleeper)
+            .with_seed(self.seed);
         loop {
             let error = match attempt().await {
                 Ok(value) => {

@@ -5,6 +5,12 @@
 //! in-memory database; where SQLite prepares every statement, the scanner must never say
 //! read-only when SQLite says write. Calling a read a write is allowed (a lost retry), and
 //! counted. Everything is seeded, so a run is reproducible.
+//!
+//! D1's `exec()` runs each line of its text as a query of its own, so whatever the scanner
+//! calls read-only is also checked line by line.
+//!
+//! `SHOW_FALSE_WRITES=1` lists the reads the scanner calls writes; `SHOW_UNPREPARED=1`
+//! shows why some generated text does not prepare.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -64,15 +70,15 @@ fn oracle(connection: &Connection, sql: &str) -> Oracle {
     }
 }
 
-/// Every statement SQLite prepares out of `sql`, when D1's `exec()` runs it line by line
-/// (it trims the text, cuts it at `\n`, and sends each line as a query of its own).
-/// Statements that fail to prepare are skipped, which only makes the check stricter.
+/// Whether some statement writes when D1's `exec()` runs `sql`: it trims the text, cuts it
+/// at every `\n`, and sends each line as a query of its own. Every line is checked, even
+/// after one that fails (where `exec()` would stop), which only makes the check stricter.
 fn exec_lines_write(connection: &Connection, sql: &str) -> bool {
     let trimmed = sql.trim_matches(|c: char| c.is_whitespace() || c == '\u{FEFF}');
     trimmed.split('\n').any(|line| {
         let mut batch = Batch::new(connection, line);
         let mut writes = false;
-        // A statement that fails to prepare ends the line: SQLite would not go further.
+        // A statement that fails to prepare ends its line: SQLite would not go further.
         while let Ok(Some(statement)) = batch.next() {
             writes |= !statement.readonly();
         }
@@ -94,10 +100,14 @@ struct Tally {
 }
 
 impl Tally {
-    fn record(&mut self, connection: &Connection, sql: &str) {
+    /// Judges `sql` with the scanner and with SQLite, and counts the outcome. Returns
+    /// SQLite's verdict, the scanner's, and whether a line of `sql` writes under `exec()`
+    /// (only looked at when the scanner says read-only).
+    fn record(&mut self, connection: &Connection, sql: &str) -> (Oracle, bool, bool) {
         self.generated += 1;
         let scanner_read = is_read_only(sql);
-        match oracle(connection, sql) {
+        let sqlite = oracle(connection, sql);
+        match sqlite {
             Oracle::Unprepared => {
                 self.unprepared += 1;
                 if std::env::var_os("SHOW_UNPREPARED").is_some() && self.unprepared < 8 {
@@ -121,9 +131,11 @@ impl Tally {
                 }
             }
         }
-        if scanner_read && exec_lines_write(connection, sql) {
+        let exec_line_writes = scanner_read && exec_lines_write(connection, sql);
+        if exec_line_writes {
             self.exec_line_writes_called_reads.push(sql.to_owned());
         }
+        (sqlite, scanner_read, exec_line_writes)
     }
 
     fn dangerous(&self) -> usize {
@@ -181,17 +193,15 @@ fn differential(name: &str, cases: u32, strategy: impl Strategy<Value = String>)
     let mut runner =
         TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &seed));
     let result = runner.run(&strategy, |sql| {
-        let scanner_read = is_read_only(&sql);
-        let sqlite = oracle(&connection, &sql);
+        let (sqlite, scanner_read, exec_line_writes) = tally.borrow_mut().record(&connection, &sql);
         prop_assert!(
             !(scanner_read && sqlite == Oracle::Write),
             "SQLite says write, the scanner says read-only: {sql:?}"
         );
         prop_assert!(
-            !(scanner_read && exec_lines_write(&connection, &sql)),
+            !exec_line_writes,
             "a line of this text writes when D1 exec() runs it, the scanner says read-only: {sql:?}"
         );
-        tally.borrow_mut().record(&connection, &sql);
         Ok(())
     });
     if let Err(failure) = result {
@@ -627,6 +637,10 @@ fn token_soup_never_hides_a_write() {
     assert!(
         tally.sqlite_writes >= 100 && tally.sqlite_reads >= 100,
         "{tally}"
+    );
+    assert!(
+        tally.kept_share() >= 0.5,
+        "too many reads called writes:\n{tally}"
     );
 }
 

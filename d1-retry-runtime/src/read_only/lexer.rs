@@ -39,12 +39,14 @@ pub(super) struct Token {
     pub(super) has_line_break: bool,
 }
 
-/// The token that starts at `start`, which must be inside `sql`.
+/// The token that starts at `start`. At the end of `sql` it is SQLite's terminating NUL:
+/// a one-byte [`Kind::Unjudged`] token that ends past the input.
 ///
 /// Two forms are [`Kind::Unjudged`]: any token holding a NUL byte (SQLite stops reading at
-/// it, so it would not see what follows, while other layers of D1 might), and Tcl-style parameters such as
-/// `$name(...)`, which SQLite reads up to the next `)` or space, quotes included; nobody
-/// writes them for D1, and reading them differently from SQLite could hide a statement.
+/// it, so it would not see what follows, while other layers of D1 might), and Tcl-style
+/// parameters such as `$name(...)`, which SQLite reads up to the next `)` or space, quotes
+/// included; nobody writes them for D1, and reading them differently from SQLite could hide
+/// a statement.
 pub(super) const fn next_token(sql: &[u8], start: usize) -> Token {
     let first = byte_at(sql, start);
     let second = byte_at(sql, start + 1);
@@ -168,8 +170,9 @@ const fn quoted_end(sql: &[u8], start: usize, quote: u8) -> usize {
     sql.len()
 }
 
-/// `?`-free named parameters: `:name`, `@name`, `$name`, `#name`. SQLite also joins `::`
-/// into the name (`$a::b`), and reads `$name(...)` Tcl-style (see [`next_token`]).
+/// Named parameters: `:name`, `@name`, `$name`, `#name`. SQLite also joins `::` into the
+/// name (`$a::b`), and reads `$name(...)` Tcl-style (see [`next_token`]). (`?1` needs no
+/// care: `?` and the digits after it are never keywords.)
 const fn parameter(sql: &[u8], start: usize) -> Token {
     let mut index = start + 1;
     let mut named = false;
@@ -179,7 +182,8 @@ const fn parameter(sql: &[u8], start: usize) -> Token {
             named = true;
             index += 1;
         } else if byte == b'(' && named {
-            return token(Kind::Unjudged, sql, start, index + 1);
+            // Nothing after it is judged either.
+            return token(Kind::Unjudged, sql, start, sql.len());
         } else if byte == b':' && byte_at(sql, index + 1) == b':' {
             index += 2;
         } else {
@@ -302,6 +306,7 @@ mod tests {
         for sql in ["$a(x)", "$a::b(x)", ":a(", "@a(')", "#a()"] {
             assert_eq!(tokens(sql)[0].0, Unjudged, "{sql:?}");
         }
+        assert_eq!(next_token(b"ab", 2).kind, Unjudged, "the end reads as NUL");
         assert_eq!(
             tokens("a\0b"),
             [

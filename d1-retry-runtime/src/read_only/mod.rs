@@ -146,7 +146,9 @@ pub const fn is_read_only(sql: &str) -> bool {
 /// Whether the next token on the same line is `(`. `replace(` is the string function:
 /// `REPLACE INTO` and `INSERT OR REPLACE` are never followed by `(`.
 const fn opens_call(sql: &[u8], mut at: usize) -> bool {
-    while at < sql.len() {
+    // No bound check needed: at the end of the input the lexer reads SQLite's terminating
+    // NUL, a token that is neither space nor comment, which ends the loop.
+    loop {
         let token = next_token(sql, at);
         match token.kind {
             _ if token.has_line_break => return false,
@@ -154,5 +156,4 @@ const fn opens_call(sql: &[u8], mut at: usize) -> bool {
             kind => return matches!(kind, Kind::OpenParen),
         }
     }
-    false
 }

@@ -319,7 +319,7 @@ impl fmt::Debug for D1Database {
 
 /// The text of an injected message; an internal error gets a reference id, derived from the
 /// call number so that a seeded run prints the same ids every time.
-fn render(message: Message, index: u64) -> String {
+pub(crate) fn render(message: Message, index: u64) -> String {
     match message {
         Message::InternalError => {
             // SplitMix64 spreads consecutive call numbers over the whole id space.

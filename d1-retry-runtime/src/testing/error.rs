@@ -169,8 +169,8 @@ fn code_names(extended: i32) -> String {
     let primary = extended & 0xff;
     let primary_name = primary_code_name(primary);
     match extended_code_name(extended) {
-        Some(name) if extended != primary => format!("{primary_name} (extended: {name})"),
-        _ => primary_name.to_owned(),
+        Some(name) => format!("{primary_name} (extended: {name})"),
+        None => primary_name.to_owned(),
     }
 }
 
@@ -247,6 +247,85 @@ mod tests {
         assert_eq!(code_names(19), "SQLITE_CONSTRAINT");
         // An extended code this table does not know still names its primary code.
         assert_eq!(code_names(19 | (60 << 8)), "SQLITE_CONSTRAINT");
+    }
+
+    /// The names against SQLite's own constants, so a wrong number cannot hide.
+    #[test]
+    fn code_names_match_sqlite() {
+        use rusqlite::ffi;
+        let primary = [
+            (ffi::SQLITE_ERROR, "SQLITE_ERROR"),
+            (ffi::SQLITE_INTERNAL, "SQLITE_INTERNAL"),
+            (ffi::SQLITE_PERM, "SQLITE_PERM"),
+            (ffi::SQLITE_ABORT, "SQLITE_ABORT"),
+            (ffi::SQLITE_BUSY, "SQLITE_BUSY"),
+            (ffi::SQLITE_LOCKED, "SQLITE_LOCKED"),
+            (ffi::SQLITE_NOMEM, "SQLITE_NOMEM"),
+            (ffi::SQLITE_READONLY, "SQLITE_READONLY"),
+            (ffi::SQLITE_INTERRUPT, "SQLITE_INTERRUPT"),
+            (ffi::SQLITE_IOERR, "SQLITE_IOERR"),
+            (ffi::SQLITE_CORRUPT, "SQLITE_CORRUPT"),
+            (ffi::SQLITE_NOTFOUND, "SQLITE_NOTFOUND"),
+            (ffi::SQLITE_FULL, "SQLITE_FULL"),
+            (ffi::SQLITE_CANTOPEN, "SQLITE_CANTOPEN"),
+            (ffi::SQLITE_PROTOCOL, "SQLITE_PROTOCOL"),
+            (ffi::SQLITE_EMPTY, "SQLITE_EMPTY"),
+            (ffi::SQLITE_SCHEMA, "SQLITE_SCHEMA"),
+            (ffi::SQLITE_TOOBIG, "SQLITE_TOOBIG"),
+            (ffi::SQLITE_CONSTRAINT, "SQLITE_CONSTRAINT"),
+            (ffi::SQLITE_MISMATCH, "SQLITE_MISMATCH"),
+            (ffi::SQLITE_MISUSE, "SQLITE_MISUSE"),
+            (ffi::SQLITE_NOLFS, "SQLITE_NOLFS"),
+            (ffi::SQLITE_AUTH, "SQLITE_AUTH"),
+            (ffi::SQLITE_FORMAT, "SQLITE_FORMAT"),
+            (ffi::SQLITE_RANGE, "SQLITE_RANGE"),
+            (ffi::SQLITE_NOTADB, "SQLITE_NOTADB"),
+        ];
+        for (code, name) in primary {
+            assert_eq!(primary_code_name(code), name);
+            assert_eq!(extended_code_name(code), None, "{name}");
+        }
+        let extended = [
+            (ffi::SQLITE_CONSTRAINT_CHECK, "SQLITE_CONSTRAINT_CHECK"),
+            (
+                ffi::SQLITE_CONSTRAINT_COMMITHOOK,
+                "SQLITE_CONSTRAINT_COMMITHOOK",
+            ),
+            (
+                ffi::SQLITE_CONSTRAINT_FOREIGNKEY,
+                "SQLITE_CONSTRAINT_FOREIGNKEY",
+            ),
+            (
+                ffi::SQLITE_CONSTRAINT_FUNCTION,
+                "SQLITE_CONSTRAINT_FUNCTION",
+            ),
+            (ffi::SQLITE_CONSTRAINT_NOTNULL, "SQLITE_CONSTRAINT_NOTNULL"),
+            (
+                ffi::SQLITE_CONSTRAINT_PRIMARYKEY,
+                "SQLITE_CONSTRAINT_PRIMARYKEY",
+            ),
+            (ffi::SQLITE_CONSTRAINT_TRIGGER, "SQLITE_CONSTRAINT_TRIGGER"),
+            (ffi::SQLITE_CONSTRAINT_UNIQUE, "SQLITE_CONSTRAINT_UNIQUE"),
+            (ffi::SQLITE_CONSTRAINT_VTAB, "SQLITE_CONSTRAINT_VTAB"),
+            (ffi::SQLITE_CONSTRAINT_ROWID, "SQLITE_CONSTRAINT_ROWID"),
+            (ffi::SQLITE_CONSTRAINT_PINNED, "SQLITE_CONSTRAINT_PINNED"),
+            (
+                ffi::SQLITE_CONSTRAINT_DATATYPE,
+                "SQLITE_CONSTRAINT_DATATYPE",
+            ),
+            (
+                ffi::SQLITE_ERROR_MISSING_COLLSEQ,
+                "SQLITE_ERROR_MISSING_COLLSEQ",
+            ),
+            (ffi::SQLITE_ERROR_RETRY, "SQLITE_ERROR_RETRY"),
+            (ffi::SQLITE_ERROR_SNAPSHOT, "SQLITE_ERROR_SNAPSHOT"),
+            (ffi::SQLITE_READONLY_RECOVERY, "SQLITE_READONLY_RECOVERY"),
+            (ffi::SQLITE_ABORT_ROLLBACK, "SQLITE_ABORT_ROLLBACK"),
+        ];
+        for (code, name) in extended {
+            assert_eq!(extended_code_name(code), Some(name));
+        }
+        assert_eq!(primary_code_name(99), "SQLITE_ERROR");
     }
 
     #[test]

@@ -499,3 +499,140 @@ fn first_with_a_repeated_column_name_reads_the_last_one() {
         assert_eq!(row.unwrap()["n"], Value::Integer(2));
     });
 }
+
+#[test]
+fn the_journal_knows_what_exec_committed() {
+    block_on(async {
+        let db = users();
+        // Ran and committed, then failed: executed.
+        db.add_fault(
+            Fault::new(Message::NetworkConnectionLost)
+                .after_execution()
+                .times(1),
+        );
+        db.exec("INSERT INTO users (email) VALUES ('x1@x')")
+            .await
+            .unwrap_err();
+        // A first line that fails commits nothing; nor does an empty query.
+        db.exec(
+            "INSERT INTO users (email) VALUES ('ada@x')\nINSERT INTO users (email) VALUES ('x2@x')",
+        )
+        .await
+        .unwrap_err();
+        let empty = db.exec("\n  \n").await.unwrap();
+        assert_eq!(empty.count(), Some(0));
+        db.exec("INSERT INTO users (email) VALUES ('x3@x')")
+            .await
+            .unwrap();
+        let executed: Vec<bool> = db.calls().iter().map(|call| call.executed).collect();
+        assert_eq!(executed, [true, false, false, true]);
+        assert_eq!(count(&db, "SELECT count(*) FROM users"), 4);
+        assert_eq!(db.stats().injected_after, 1);
+        assert_eq!(db.stats().sql_errors, 1);
+    });
+}
+
+#[test]
+fn stats_count_each_kind_of_failure() {
+    block_on(async {
+        let db = users();
+        db.set_faults(
+            FaultPlan::new()
+                .with(Fault::new(Message::CannotResolve).times(2))
+                .with(Fault::new(Message::CodeUpdated).after_execution().times(1)),
+        );
+        for _ in 0..4 {
+            let _ = db.prepare("SELECT 1").all().await;
+        }
+        assert_eq!(
+            (
+                db.stats().calls,
+                db.stats().injected_before,
+                db.stats().injected_after
+            ),
+            (4, 2, 1)
+        );
+        assert_eq!(db.injected_per_rule(), [2, 1]);
+    });
+}
+
+#[test]
+fn batch_binds_each_statement() {
+    block_on(async {
+        let db = users();
+        let insert = "INSERT INTO users (email, age) VALUES (?1, ?2)";
+        db.batch(vec![
+            db.prepare(insert).bind(&["p1@x".into(), 1.into()]).unwrap(),
+            db.prepare(insert).bind(&["p2@x".into(), 2.into()]).unwrap(),
+        ])
+        .await
+        .unwrap();
+        assert_eq!(
+            count(&db, "SELECT sum(age) FROM users WHERE email LIKE 'p_@x'"),
+            3
+        );
+        let batch = db.calls().pop().unwrap();
+        assert_eq!(batch.statements[1].1, [Value::from("p2@x"), Value::from(2)]);
+    });
+}
+
+#[test]
+fn internal_error_references_look_random() {
+    let ids: std::collections::HashSet<String> = (0..2000)
+        .map(|i| super::database::render(Message::InternalError, i))
+        .collect();
+    assert_eq!(ids.len(), 2000);
+    let chars: std::collections::HashSet<char> = ids
+        .iter()
+        .flat_map(|id| {
+            id.trim_start_matches("internal error; reference = ")
+                .chars()
+        })
+        .collect();
+    assert_eq!(chars.len(), 36, "{chars:?}");
+}
+
+#[test]
+fn plans_and_handles_describe_themselves() {
+    let plan = FaultPlan::new();
+    assert!(plan.is_empty());
+    assert_eq!(plan.len(), 0);
+    let clock = Clock::new(|| core::time::Duration::from_secs(3));
+    let plan = plan
+        .with(Fault::new(Message::CpuLimit).during(
+            &clock,
+            core::time::Duration::ZERO..core::time::Duration::from_secs(1),
+        ))
+        .with(Fault::new(Message::CpuLimit).on_calls(1..2));
+    assert!(!plan.is_empty());
+    assert_eq!(plan.len(), 2);
+    let text = format!("{plan:?}");
+    assert!(text.contains("During([0ns..1s])"), "{text}");
+    assert!(text.contains("Calls(1..2)"), "{text}");
+    assert_eq!(format!("{clock:?}"), "Clock(3s)");
+    let db = users();
+    db.set_faults(plan);
+    assert!(format!("{db:?}").contains("rules: 2"), "{db:?}");
+    let statement = db.prepare("SELECT ?1").bind(&[7.into()]).unwrap();
+    assert_eq!(statement.params(), [Value::Integer(7)]);
+    assert!(
+        format!("{statement:?}").contains("SELECT ?1"),
+        "{statement:?}"
+    );
+    // Values read from serde: a bool becomes 1, a map is refused with a clear expectation.
+    let yes: Value = serde::Deserialize::deserialize(serde::de::value::BoolDeserializer::<
+        serde::de::value::Error,
+    >::new(true))
+    .unwrap();
+    assert_eq!(yes, Value::Integer(1));
+    let map = serde::de::value::MapDeserializer::<_, serde::de::value::Error>::new(
+        std::iter::empty::<(&str, i64)>(),
+    );
+    let refused: Result<Value, _> = serde::Deserialize::deserialize(map);
+    assert!(
+        refused
+            .unwrap_err()
+            .to_string()
+            .contains("expected a D1 value"),
+    );
+}
