@@ -3,7 +3,7 @@
 //! The corpus (`shared/sql-corpus/public.jsonl`, a sibling of the repository) is external
 //! data that is not part of the project: when it is absent this test says so and passes.
 //! When present, the scanner must call no statement read-only that SQLite calls a write,
-//! and the confusion matrix is printed (and written for the README, see [`write_snippet`]).
+//! and the confusion matrix is printed.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -183,17 +183,6 @@ impl Matrix {
     }
 }
 
-/// Where the snippet for the README goes: `brief/scanner-readme.md` beside the corpus's
-/// `shared/`, if that folder exists (it does on the lead's machine, not in CI).
-fn write_snippet(markdown: &str) {
-    let brief = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../brief");
-    if brief.is_dir() {
-        let path = brief.join("scanner-readme.md");
-        std::fs::write(&path, markdown).expect("write the README snippet");
-        println!("wrote {}", path.display());
-    }
-}
-
 #[test]
 fn no_corpus_write_is_called_read_only() {
     let path = corpus_path();
@@ -237,7 +226,6 @@ fn no_corpus_write_is_called_read_only() {
         matrix.reads_kept * 2 > matrix.reads_kept + matrix.reads_called_writes,
         "{markdown}"
     );
-    write_snippet(&markdown);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -322,21 +322,15 @@ impl fmt::Debug for D1Database {
 pub(crate) fn render(message: Message, index: u64) -> String {
     match message {
         Message::InternalError => {
-            // SplitMix64 spreads consecutive call numbers over the whole id space.
-            let mut x = index.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut id = String::with_capacity(24);
-            for _ in 0..2 {
-                x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                let mut z = x;
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                z ^= z >> 31;
-                for _ in 0..12 {
-                    // Base 36: digits and lowercase letters.
-                    let digit = u32::try_from(z % 36).unwrap_or(0);
-                    id.push(char::from_digit(digit, 36).unwrap_or('0'));
-                    z /= 36;
-                }
+            // Multiplying by an odd constant is a bijection on u64 that scatters consecutive
+            // call numbers, so every call gets its own id, and the ids do not look sequential.
+            let mut x = index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let mut id = String::with_capacity(13);
+            // 13 base-36 digits hold any u64.
+            for _ in 0..13 {
+                let digit = u32::try_from(x % 36).unwrap_or(0);
+                id.push(char::from_digit(digit, 36).unwrap_or('0'));
+                x /= 36;
             }
             format!("{}{id}", message.text())
         }
@@ -448,7 +442,7 @@ mod tests {
         assert_eq!(a, render(Message::InternalError, 1));
         assert_ne!(a, render(Message::InternalError, 2));
         let id = a.strip_prefix("internal error; reference = ").unwrap();
-        assert_eq!(id.len(), 24);
+        assert_eq!(id.len(), 13);
         assert!(
             id.bytes()
                 .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())

@@ -176,7 +176,6 @@ fn code_names(extended: i32) -> String {
 
 fn primary_code_name(code: i32) -> &'static str {
     match code {
-        1 => "SQLITE_ERROR",
         2 => "SQLITE_INTERNAL",
         3 => "SQLITE_PERM",
         4 => "SQLITE_ABORT",
@@ -202,6 +201,7 @@ fn primary_code_name(code: i32) -> &'static str {
         24 => "SQLITE_FORMAT",
         25 => "SQLITE_RANGE",
         26 => "SQLITE_NOTADB",
+        // SQLITE_ERROR (1), and the generic name for anything newer.
         _ => "SQLITE_ERROR",
     }
 }
