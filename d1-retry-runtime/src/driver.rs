@@ -69,16 +69,6 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         self
     }
 
-    /// The number of the attempt running now, or that just failed (1-based).
-    pub fn attempt(&self) -> u32 {
-        self.attempt
-    }
-
-    /// The operation name logged as `d1.operation`.
-    pub fn operation(&self) -> Operation<'a> {
-        self.operation
-    }
-
     /// Called after the current attempt failed: `Some(delay)` to wait and try again,
     /// `None` to give up and hand the caller its error.
     pub fn next_delay(&mut self, failure: &Failure<'_>, access: Access) -> Option<Duration> {
