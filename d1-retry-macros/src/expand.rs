@@ -180,7 +180,7 @@ fn attempt_body(block: &Block, output: &Type) -> TokenStream {
     quote!(async #body)
 }
 
-/// `let __d1_retry_operation: &str = ...;` - the `d1.operation` log field.
+/// `let __d1_retry_operation = Operation::...;` - the `d1.operation` log field.
 fn operation_name(function: &Checked, options: &Options, krate: &TokenStream) -> TokenStream {
     let operation = Ident::new("__d1_retry_operation", Span::mixed_site());
     if let Some(name) = options.name() {
