@@ -92,7 +92,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             failure,
         };
         if !access.allows(class) {
-            log::not_retried(&event, class);
+            log::not_retried(&event);
             return None;
         }
         if self.attempt >= self.policy.max_attempts() {

@@ -115,3 +115,18 @@ impl<'e, E: fmt::Display> ViaDisplay<'e> for Probe<'e, E> {
         Failure::from_display(self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_class_and_text() {
+        let message = "D1_ERROR: Network connection lost.";
+        let failure = Failure::from_display(&message);
+        assert_eq!(
+            format!("{failure:?}"),
+            r#"Failure { class: MaybeExecuted, text: D1_ERROR: Network connection lost. }"#
+        );
+    }
+}

@@ -13,11 +13,11 @@ pub(crate) fn draw(
     min: Duration,
     max: Duration,
 ) -> Duration {
-    let rng = rng.get_or_insert_with(|| SmallRng::seed_from_u64(seed.unwrap_or_else(fresh_seed)));
     let (lo, hi) = (as_nanos_u64(min), as_nanos_u64(max));
     if lo >= hi {
         return min;
     }
+    let rng = rng.get_or_insert_with(|| SmallRng::seed_from_u64(seed.unwrap_or_else(fresh_seed)));
     Duration::from_nanos(rng.random_range(lo..=hi))
 }
 
@@ -55,4 +55,51 @@ fn platform_entropy() -> u64 {
 #[cfg(all(target_arch = "wasm32", not(feature = "worker")))]
 fn platform_entropy() -> u64 {
     0x2545_F491_4F6C_DD1D
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unseeded_draws_differ_between_calls() {
+        // Callers that fail together must not retry together: without a seed, every
+        // driver gets a seed of its own.
+        let (min, max) = (Duration::from_millis(160), Duration::from_millis(240));
+        let delays: Vec<Duration> = (0..16).map(|_| draw(&mut None, None, min, max)).collect();
+        assert!(delays.iter().all(|d| (min..=max).contains(d)));
+        let distinct = delays
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        assert!(distinct > 8, "{delays:?}");
+    }
+
+    #[test]
+    fn seeded_draws_repeat_and_stay_within_bounds() {
+        let (min, max) = (Duration::from_millis(1), Duration::from_millis(3));
+        let draws = |seed| {
+            let mut rng = None;
+            (0..32)
+                .map(|_| draw(&mut rng, Some(seed), min, max))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(draws(5), draws(5));
+        assert_ne!(draws(5), draws(6));
+        assert!(draws(5).iter().all(|d| (min..=max).contains(d)));
+    }
+
+    #[test]
+    fn equal_bounds_need_no_randomness() {
+        let d = Duration::from_millis(7);
+        let mut rng = None;
+        assert_eq!(draw(&mut rng, None, d, d), d);
+        assert!(rng.is_none(), "a fixed delay should not seed a generator");
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn native_entropy_changes_between_calls() {
+        assert_ne!(platform_entropy(), platform_entropy());
+    }
 }

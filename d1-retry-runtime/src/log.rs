@@ -17,56 +17,49 @@ pub(crate) struct Event<'a, 'e> {
     pub(crate) failure: &'a Failure<'e>,
 }
 
+/// One line about a failed attempt: every such line carries the same fields, so they are
+/// written in one place.
+macro_rules! attempt_line {
+    ($level:ident, $event:expr, $($rest:tt)+) => {
+        tracing::$level!(
+            d1.operation = %$event.operation,
+            d1.read_only = $event.read_only,
+            d1.attempt = $event.attempt,
+            d1.max_attempts = $event.max_attempts,
+            d1.budget_exhausted = $event.budget_exhausted,
+            d1.failure_class = $event.failure.class().as_str(),
+            d1.failure = %$event.failure,
+            $($rest)+
+        )
+    };
+}
+
 pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
-    tracing::warn!(
-        d1.operation = %event.operation,
-        d1.read_only = event.read_only,
-        d1.attempt = event.attempt,
-        d1.max_attempts = event.max_attempts,
-        d1.budget_exhausted = event.budget_exhausted,
-        d1.failure_class = event.failure.class().as_str(),
-        d1.failure = %event.failure,
+    attempt_line!(
+        warn,
+        event,
         d1.delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
         "D1 transient failure, retrying"
     );
 }
 
 pub(crate) fn exhausted(event: &Event<'_, '_>) {
-    tracing::warn!(
-        d1.operation = %event.operation,
-        d1.read_only = event.read_only,
-        d1.attempt = event.attempt,
-        d1.max_attempts = event.max_attempts,
-        d1.budget_exhausted = event.budget_exhausted,
-        d1.failure_class = event.failure.class().as_str(),
-        d1.failure = %event.failure,
+    attempt_line!(
+        warn,
+        event,
         "D1 transient failure, giving up after the last attempt"
     );
 }
 
-pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
-    if class == FailureClass::Permanent && event.attempt == 1 {
+pub(crate) fn not_retried(event: &Event<'_, '_>) {
+    if event.failure.class() == FailureClass::Permanent && event.attempt == 1 {
         // The caller's own error (a constraint, a syntax error): not d1-retry's news.
-        tracing::debug!(
-            d1.operation = %event.operation,
-            d1.read_only = event.read_only,
-            d1.attempt = event.attempt,
-            d1.max_attempts = event.max_attempts,
-        d1.budget_exhausted = event.budget_exhausted,
-            d1.failure_class = class.as_str(),
-            d1.failure = %event.failure,
-            "D1 permanent failure, not retried"
-        );
+        attempt_line!(debug, event, "D1 permanent failure, not retried");
         return;
     }
-    tracing::warn!(
-        d1.operation = %event.operation,
-        d1.read_only = event.read_only,
-        d1.attempt = event.attempt,
-        d1.max_attempts = event.max_attempts,
-        d1.budget_exhausted = event.budget_exhausted,
-        d1.failure_class = class.as_str(),
-        d1.failure = %event.failure,
+    attempt_line!(
+        warn,
+        event,
         "D1 failure, giving up: retrying could run a write twice or cannot help"
     );
 }
@@ -74,14 +67,9 @@ pub(crate) fn not_retried(event: &Event<'_, '_>, class: FailureClass) {
 /// A retry the schedule allowed, refused because D1 has been failing more than the budget
 /// tolerates: the caller gets the error now instead of adding load.
 pub(crate) fn budget_exhausted(event: &Event<'_, '_>) {
-    tracing::warn!(
-        d1.operation = %event.operation,
-        d1.read_only = event.read_only,
-        d1.attempt = event.attempt,
-        d1.max_attempts = event.max_attempts,
-        d1.budget_exhausted = event.budget_exhausted,
-        d1.failure_class = event.failure.class().as_str(),
-        d1.failure = %event.failure,
+    attempt_line!(
+        warn,
+        event,
         "D1 transient failure, not retried: the retry budget is exhausted"
     );
 }

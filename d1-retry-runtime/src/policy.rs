@@ -239,7 +239,7 @@ impl RetryPolicy {
         let capped = self.capped_nanos(retry);
         (
             nanos(capped * self.jitter_min_percent as u128 / 100),
-            nanos(capped * self.jitter_max_percent as u128 / 100),
+            nanos(self.longest_nanos(capped)),
         )
     }
 
@@ -260,13 +260,18 @@ impl RetryPolicy {
                 // up to `u32::MAX` times.
                 let remaining = (self.max_attempts - retry) as u128;
                 return nanos(total.saturating_add(
-                    remaining.saturating_mul(self.delay_bounds(retry).1.as_nanos()),
+                    remaining.saturating_mul(self.longest_nanos(self.capped_nanos(retry))),
                 ));
             }
-            total += self.delay_bounds(retry).1.as_nanos();
+            total += self.longest_nanos(self.capped_nanos(retry));
             retry += 1;
         }
         nanos(total)
+    }
+
+    /// The longest jittered delay for a capped delay of `capped` nanoseconds.
+    const fn longest_nanos(&self, capped: u128) -> u128 {
+        capped.saturating_mul(self.jitter_max_percent as u128) / 100
     }
 
     /// `min(base × 2^(retry-1), cap)` in nanoseconds; the shift saturates instead of overflowing.
