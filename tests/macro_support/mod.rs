@@ -3,10 +3,11 @@
 //! `exec`, `batch`), and `Send` so that it also serves `#[async_trait]` methods.
 #![allow(dead_code, unused_imports)]
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
 
 /// What D1 answers to one statement run (a `batch` is one run).
 #[derive(Clone, Copy, Debug)]
@@ -160,9 +161,38 @@ impl std::error::Error for RepoError {
     }
 }
 
-/// Every log line written while `logs` is the thread's default subscriber.
+/// Every log line written on this thread while its capture guard lives.
 #[derive(Clone, Default)]
 pub struct Logs(Arc<Mutex<Vec<u8>>>);
+
+thread_local! {
+    static CAPTURING: RefCell<Option<Logs>> = const { RefCell::new(None) };
+}
+
+/// Stops the thread's capture when dropped.
+pub struct CaptureGuard(());
+
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        CAPTURING.with(|capturing| capturing.borrow_mut().take());
+    }
+}
+
+/// Writes to the capture of the thread that logs, if it has one.
+struct ThreadWriter;
+
+impl io::Write for ThreadWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        CAPTURING.with(|capturing| match capturing.borrow_mut().as_mut() {
+            Some(logs) => logs.write(buf),
+            None => Ok(buf.len()),
+        })
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
 
 impl Logs {
     pub fn text(&self) -> String {
@@ -175,16 +205,25 @@ impl Logs {
     }
 
     /// Captures the logs of this thread (a current-thread tokio test) until the guard drops.
-    pub fn capture() -> (Self, tracing::subscriber::DefaultGuard) {
+    ///
+    /// One global subscriber routes each line to its thread's capture. A scoped subscriber
+    /// per test (`set_default`) would race with tests that log without one: tracing caches
+    /// each call site's interest globally, and a site first reached on a thread with no
+    /// subscriber can be cached as "never", silently dropping another test's lines.
+    pub fn capture() -> (Self, CaptureGuard) {
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(tracing::Level::TRACE)
+                .with_writer(|| ThreadWriter)
+                .without_time()
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("no other global subscriber in this test binary");
+        });
         let logs = Logs::default();
-        let writer = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(move || writer.clone())
-            .without_time()
-            .finish();
-        let guard = tracing::subscriber::set_default(subscriber);
-        (logs, guard)
+        CAPTURING.with(|capturing| *capturing.borrow_mut() = Some(logs.clone()));
+        (logs, CaptureGuard(()))
     }
 }
 
