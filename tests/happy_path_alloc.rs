@@ -2,60 +2,15 @@
 //! method without the attribute; a counting global allocator watches both. The sizes of the
 //! two futures are printed for BENCHMARKS.md (`cargo test --test happy_path_alloc -- --nocapture`).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use d1_retry::d1_retry;
 
-struct Counting;
+#[path = "../d1-retry-runtime/tests/support/counting_alloc.rs"]
+mod counting_alloc;
 
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: defers every call to `System`; the counter is a const-initialised thread local,
-// which does not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.with(|n| n.set(n.get() + 1));
-        // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract, forwarded unchanged.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System.alloc` above with this layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
-
-/// Polls a future that never waits to completion, without a runtime that could allocate.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-    }
-}
-
-/// How many allocations running `future` to completion makes on this thread.
-fn allocations_of<F: Future>(future: F) -> (u64, F::Output) {
-    let before = allocations();
-    let output = block_on(future);
-    (allocations() - before, output)
-}
+use counting_alloc::allocations_of;
 
 #[derive(Debug)]
 struct DbError;
