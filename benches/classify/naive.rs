@@ -8,56 +8,9 @@ use std::error::Error;
 
 use d1_retry::FailureClass;
 
-/// Full phrases, without the final period, so the storage-timeout lookalike does not match
-/// the two retryable "caused object to be reset" messages.
-const PHRASES: [(&str, FailureClass); 13] = [
-    (
-        "Cannot resolve D1 DB due to transient issue on remote node",
-        FailureClass::NotExecuted,
-    ),
-    (
-        "Internal error while starting up D1 DB storage caused object to be reset",
-        FailureClass::NotExecuted,
-    ),
-    (
-        "D1 DB is overloaded. Too many requests queued",
-        FailureClass::NotExecuted,
-    ),
-    ("Network connection lost", FailureClass::MaybeExecuted),
-    (
-        "Internal error in D1 DB storage caused object to be reset",
-        FailureClass::MaybeExecuted,
-    ),
-    (
-        "D1 DB reset because its code was updated",
-        FailureClass::MaybeExecuted,
-    ),
-    (
-        "Can't read from request stream because client disconnected",
-        FailureClass::MaybeExecuted,
-    ),
-    (
-        "D1 DB is overloaded. Requests queued for too long",
-        FailureClass::MaybeExecuted,
-    ),
-    (
-        "D1 DB storage operation exceeded timeout which caused object to be reset",
-        FailureClass::Permanent,
-    ),
-    (
-        "D1 DB's isolate exceeded its memory limit and was reset",
-        FailureClass::Permanent,
-    ),
-    (
-        "D1 DB exceeded its CPU time limit and was reset",
-        FailureClass::Permanent,
-    ),
-    ("internal error; reference = ", FailureClass::MaybeExecuted),
-    (
-        "Replica disconnected from primary",
-        FailureClass::MaybeExecuted,
-    ),
-];
+/// The classifier's own phrases, without the final period, so the storage-timeout lookalike
+/// does not match the two retryable "caused object to be reset" messages.
+use d1_retry::__private::D1_PHRASES as PHRASES;
 
 pub fn classify_message(message: &str) -> FailureClass {
     for (phrase, class) in PHRASES {

@@ -7,6 +7,9 @@ pub use crate::driver::{Access, Driver};
 pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
 pub use crate::operation::Operation;
 pub use crate::read_only::is_read_only;
+
+/// The documented D1 phrases and their classes, for the classifier's benchmark baseline.
+pub const D1_PHRASES: [(&str, crate::FailureClass); 13] = crate::classify::PHRASES;
 pub use crate::{DefaultSleeper, PolicyError, RetryPolicy};
 
 /// What the macro learned about the function's statement sites at compile time.

@@ -7,6 +7,8 @@ mod head;
 mod log_text;
 mod vocabulary;
 
+pub(crate) use vocabulary::PHRASES;
+
 use core::fmt;
 use std::error::Error;
 

@@ -16,7 +16,7 @@ const PREFIXES: [&[u8]; 2] = [b"Error: ", b"D1_ERROR: "];
 ///
 /// No phrase is a phrase of another followed by a boundary (a unit test checks it), so the
 /// order of this list cannot change a verdict.
-pub(super) const PHRASES: [(&str, FailureClass); 13] = [
+pub(crate) const PHRASES: [(&str, FailureClass); 13] = [
     (
         "Cannot resolve D1 DB due to transient issue on remote node",
         FailureClass::NotExecuted,
