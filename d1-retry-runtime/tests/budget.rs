@@ -3,8 +3,6 @@
 
 use std::cell::Cell;
 use std::fmt;
-use std::io;
-use std::sync::{Arc, Mutex};
 
 use d1_retry_runtime::{Retry, RetryBudget, RetryPolicy, RetryTokens};
 
@@ -102,46 +100,26 @@ async fn the_default_policy_draws_on_the_shared_budget() {
     shared.refill();
 }
 
-/// A writer the fmt subscriber logs into.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+#[path = "support/log_capture.rs"]
+mod log_capture;
 
-impl io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
+use log_capture::Logs;
 
 #[test]
 fn logs_say_when_the_budget_stopped_a_retry() {
     static TOKENS: RetryTokens = RetryTokens::new();
     let budget = RetryBudget::new(&TOKENS).with_max_tokens(2);
     let policy = RetryPolicy::DEFAULT.with_budget(budget);
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .expect("a runtime builds");
-    tracing::subscriber::with_default(subscriber, || {
-        // 2 -> 1: at or below half at once, so the first failure is not retried.
-        assert_eq!(runtime.block_on(call(policy, 10, OVERLOADED)), 1);
-    });
-    let text = String::from_utf8(captured.0.lock().map(|b| b.clone()).unwrap_or_default())
-        .expect("logs are UTF-8");
+    let (logs, guard) = Logs::capture();
+    // 2 -> 1: at or below half at once, so the first failure is not retried.
+    assert_eq!(runtime.block_on(call(policy, 10, OVERLOADED)), 1);
+    drop(guard);
+    let text = logs.text();
     assert!(
         text.contains("not retried: the retry budget is exhausted"),
         "{text}"
