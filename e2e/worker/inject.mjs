@@ -84,9 +84,8 @@ class Injector {
   }
 }
 
-// The `worker` crate checks the binding's constructor name, so these classes keep the
-// names of the real ones.
-class D1Database {
+// What a database and a session share: statements and batches, both failing on command.
+class Statements {
   constructor(real, injector) {
     this.real = real;
     this.injector = injector;
@@ -97,6 +96,11 @@ class D1Database {
   async batch(statements) {
     return this.injector.call("batch", () => this.real.batch(statements.map((s) => s.real)));
   }
+}
+
+// The `worker` crate checks the binding's constructor name, so the classes it sees keep
+// the names of the real ones (a subclass's `constructor.name` is its own).
+class D1Database extends Statements {
   async exec(sql) {
     return this.injector.call("exec", () => this.real.exec(sql));
   }
@@ -108,17 +112,7 @@ class D1Database {
   }
 }
 
-class D1DatabaseSession {
-  constructor(real, injector) {
-    this.real = real;
-    this.injector = injector;
-  }
-  prepare(sql) {
-    return new D1PreparedStatement(this.real.prepare(sql), this.injector);
-  }
-  async batch(statements) {
-    return this.injector.call("batch", () => this.real.batch(statements.map((s) => s.real)));
-  }
+class D1DatabaseSession extends Statements {
   getBookmark() {
     return this.real.getBookmark();
   }
