@@ -15,14 +15,12 @@
 //!
 //! Run: `cargo bench --bench happy_path -- --warm-up-time 1 --measurement-time 3`
 
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use d1_retry::{Retry, d1_retry};
 use rusqlite::{Connection, OptionalExtension};
+use test_support::block_on;
 
 #[derive(Debug)]
 struct DbError(String);
@@ -191,17 +189,6 @@ impl UserRepo<Sqlite> {
             .bind(id)
             .first()
             .await
-    }
-}
-
-/// Polls a future that never waits to completion, without a runtime.
-fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
     }
 }
 

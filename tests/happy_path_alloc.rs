@@ -7,10 +7,10 @@ use std::hint::black_box;
 
 use d1_retry::d1_retry;
 
-#[path = "../d1-retry-runtime/tests/support/counting_alloc.rs"]
-mod counting_alloc;
+use test_support::{CountingAllocator, allocations_of};
 
-use counting_alloc::allocations_of;
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[derive(Debug)]
 struct DbError;

@@ -5,14 +5,13 @@
 //! by the whole test binary, and a test that drives failures on purpose must not pause the
 //! retries of the next one.
 
-mod macro_support;
-
 use core::time::Duration;
 use std::future::Future;
 
 use d1_retry::{RetryPolicy, d1_retry};
-use macro_support::{
-    DbError, FakeDb, INTERNAL, Logs, NETWORK_LOST, NOT_REACHED, RepoError, Succeed, UNIQUE,
+use test_support::Logs;
+use test_support::fake_db::{
+    self, DbError, FakeDb, INTERNAL, NETWORK_LOST, NOT_REACHED, RepoError, Succeed, UNIQUE,
 };
 use tokio::time::Instant;
 
@@ -218,7 +217,7 @@ async fn dynamic_sql_that_reads_in_this_attempt_is_retried_as_a_read() {
 #[tokio::test(start_paused = true)]
 async fn several_reads_rerun_the_whole_body() {
     // The first read succeeds, the second fails maybe-executed: both run again.
-    let db = FakeDb::new([Succeed, macro_support::Fail(NETWORK_LOST)]);
+    let db = FakeDb::new([Succeed, fake_db::Fail(NETWORK_LOST)]);
     let users = Users::new(db);
     assert_eq!(users.profile(3).await, Ok((Some(3), Some(3))));
     let ran = users.db.ran();
@@ -229,7 +228,7 @@ async fn several_reads_rerun_the_whole_body() {
 
 #[tokio::test(start_paused = true)]
 async fn reads_in_a_loop_are_retried() {
-    let db = FakeDb::new([Succeed, macro_support::Fail(INTERNAL)]);
+    let db = FakeDb::new([Succeed, fake_db::Fail(INTERNAL)]);
     let users = Users::new(db);
     assert_eq!(users.find_all(&[1, 2]).await, Ok(vec![Some(1), Some(2)]));
     assert_eq!(users.db.calls(), 4);
@@ -312,7 +311,7 @@ async fn batch_is_one_site() {
 #[tokio::test(start_paused = true)]
 async fn several_sites_with_a_dynamic_write_are_never_retried() {
     for message in [NOT_REACHED, NETWORK_LOST, UNIQUE] {
-        let users = Users::new(FakeDb::new([Succeed, macro_support::Fail(message)]));
+        let users = Users::new(FakeDb::new([Succeed, fake_db::Fail(message)]));
         assert_eq!(
             users.read_then("UPDATE users SET name = 'x'").await,
             Err(DbError::new(message))
@@ -323,7 +322,7 @@ async fn several_sites_with_a_dynamic_write_are_never_retried() {
 
 #[tokio::test(start_paused = true)]
 async fn several_sites_whose_dynamic_sql_reads_are_retried() {
-    let users = Users::new(FakeDb::new([Succeed, macro_support::Fail(NETWORK_LOST)]));
+    let users = Users::new(FakeDb::new([Succeed, fake_db::Fail(NETWORK_LOST)]));
     assert_eq!(users.read_then("SELECT 2").await, Ok(1));
     assert_eq!(users.db.calls(), 4);
 }
@@ -334,8 +333,8 @@ async fn several_sites_whose_dynamic_sql_reads_are_retried() {
 async fn idempotent_writes_are_retried_like_reads() {
     let users = Users::new(FakeDb::new([
         Succeed,
-        macro_support::Fail(INTERNAL),
-        macro_support::Fail(NOT_REACHED),
+        fake_db::Fail(INTERNAL),
+        fake_db::Fail(NOT_REACHED),
     ]));
     assert_eq!(users.upsert_pair().await, Ok(1));
     assert_eq!(users.db.calls(), 5);

@@ -2,13 +2,12 @@
 //! and trait methods, `#[async_trait]`, `#[tracing::instrument]` in either order, and the
 //! error types it reads (`std::error::Error`, `anyhow::Error`, boxed errors, `String`).
 
-mod macro_support;
-
 use std::fmt::Display;
 
 use async_trait::async_trait;
 use d1_retry::{RetryPolicy, d1_retry};
-use macro_support::{DbError, FakeDb, INTERNAL, Logs, NETWORK_LOST, NOT_REACHED};
+use test_support::Logs;
+use test_support::fake_db::{DbError, FakeDb, INTERNAL, NETWORK_LOST, NOT_REACHED};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 

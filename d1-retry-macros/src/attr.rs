@@ -1,13 +1,13 @@
 //! The attribute's options: `#[d1_retry(read_only, max_attempts = 3, ...)]`.
 //!
 //! One setter per option; each setter refuses a duplicate and the options it conflicts
-//! with, so every error points at the option that caused it.
+//! with, so every error points at the option that caused it. The options are plain data:
+//! `expand` renders them.
 
 use core::time::Duration;
 
 use d1_retry_runtime::{PolicyError, RetryPolicy};
 use proc_macro2::{Span, TokenStream};
-use quote::{ToTokens, quote, quote_spanned};
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
 use syn::spanned::Spanned;
@@ -66,59 +66,29 @@ impl Options {
         self.name.as_ref()
     }
 
-    /// Where the runtime is reached from the user's crate.
-    pub(crate) fn krate(&self) -> TokenStream {
-        match &self.krate {
-            Some(path) => path.to_token_stream(),
-            None => quote!(::d1_retry),
-        }
+    /// `crate = ".."`: where the runtime is reached from the user's crate.
+    pub(crate) fn krate(&self) -> Option<&Path> {
+        self.krate.as_ref()
     }
 
-    /// The `RetryPolicy` expression the driver runs with.
-    pub(crate) fn policy(&self, krate: &TokenStream) -> TokenStream {
-        if let Some(path) = &self.policy {
-            // A const block, so an invalid policy constant is a compile error at `path`.
-            let krate = crate::expand::respan(krate, path.span());
-            return quote_spanned! {path.span()=>
-                const { #krate::__private::checked_policy(#path) }
-            };
-        }
-        let mut policy = quote!(#krate::__private::RetryPolicy::DEFAULT);
-        if let Some(Knob { value, .. }) = self.max_attempts {
-            policy = quote!(#policy.with_max_attempts(#value));
-        }
-        if let Some(Knob { value, .. }) = self.base_delay_ms {
-            policy = quote!(#policy.with_base_delay(::core::time::Duration::from_millis(#value)));
-        }
-        if let Some(Knob { value, .. }) = self.max_delay_ms {
-            policy = quote!(#policy.with_max_delay(::core::time::Duration::from_millis(#value)));
-        }
-        policy
+    /// `policy = PATH`.
+    pub(crate) fn policy(&self) -> Option<&Path> {
+        self.policy.as_ref()
     }
 
-    /// A `const _` item validating `policy = PATH` under `cargo check` too, when the path
-    /// can be named outside the body (see [`crate::rules::nameable_outside`]).
-    pub(crate) fn policy_check(&self, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
-        let Some(path) = &self.policy else {
-            return TokenStream::new();
-        };
-        let expr = Expr::Path(syn::ExprPath {
-            attrs: Vec::new(),
-            qself: None,
-            path: path.clone(),
-        });
-        if !crate::rules::nameable_outside(&expr, sig) {
-            return TokenStream::new();
-        }
-        let krate = crate::expand::respan(krate, path.span());
-        // The same check as `checked_policy`, written out so that the error points at
-        // `path` rather than into the runtime.
-        quote_spanned! {path.span()=>
-            const _: () = match #krate::__private::RetryPolicy::validate(&#path) {
-                ::core::result::Result::Ok(()) => {}
-                ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
-            };
-        }
+    /// `max_attempts = N`.
+    pub(crate) fn max_attempts(&self) -> Option<u32> {
+        self.max_attempts.map(|knob| knob.value)
+    }
+
+    /// `base_delay_ms = N`.
+    pub(crate) fn base_delay_ms(&self) -> Option<u64> {
+        self.base_delay_ms.map(|knob| knob.value)
+    }
+
+    /// `max_delay_ms = N`.
+    pub(crate) fn max_delay_ms(&self) -> Option<u64> {
+        self.max_delay_ms.map(|knob| knob.value)
     }
 
     fn set(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {

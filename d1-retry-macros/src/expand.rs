@@ -1,15 +1,17 @@
-//! Generates the retry loop around the function's body.
+//! Renders what the analysis decided: the per-call schedule and the rewritten executions,
+//! or the whole-body loop, and the doc paragraph.
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
+use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
 use syn::{Block, Ident, Type};
 
 use crate::attr::Options;
+use crate::executions::{self, Mode, Names};
 use crate::item::{Checked, Function, Shape, is_method};
-use crate::{rules, sites};
+use crate::{doc, valid};
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = Options::parse(args)?;
@@ -23,79 +25,68 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         )
     })?;
     let mut function = function.check()?;
-    let krate = options.krate();
+    let krate = match options.krate() {
+        Some(path) => path.to_token_stream(),
+        None => quote!(::d1_retry),
+    };
+    let private = quote!(#krate::__private);
+    let mode = if options.read_only() {
+        Mode::WholeBody { read_only: true }
+    } else if options.idempotent() {
+        Mode::WholeBody { read_only: false }
+    } else {
+        Mode::PerCall
+    };
 
     // Locals of the expansion: invisible to the user's code, which cannot clash with them.
     let local = |name: &str| Ident::new(name, Span::mixed_site());
-    let attempt = local("__d1_retry_attempt");
-    let observe = (!options.idempotent()).then_some(&attempt);
+    let call = local("__d1_retry_call");
+    let operation = operation_name(&function, &options, &private);
+    let policy = policy(&options, &krate);
+    let names = Names {
+        private: private.clone(),
+        call: call.clone(),
+        call_init: quote!(&#private::Call::new(#policy, #operation)),
+        attempt: local("__d1_retry_attempt"),
+    };
+    let params = parameters(&function.sig);
     let output = erase_impl_trait(&function.output);
     let block = match &mut function.shape {
         Shape::Async { block, .. } | Shape::Boxed { block, .. } => block,
     };
-    let found = sites::find(block, observe);
-    let attempt_body = attempt_body(block, &output);
-    let verdict = rules::decide(&found, &options, &function.sig, &krate)?;
+    let found = executions::rewrite(block, mode, &names, &params);
+    valid::check(&found, mode, &function.sig.ident)?;
+    let doc = doc::paragraph(&found, mode, &retries(&options));
+    let policy_check = policy_check(&options, &krate, &function.sig);
 
-    let name = operation_name(&function, &options, &krate);
-    let policy = options.policy(&krate);
-    let policy_check = options.policy_check(&krate, &function.sig);
-    let read_only = options.read_only();
-    let idempotent = options.idempotent();
-    let many_sites = verdict.many_sites;
-    let static_write = &verdict.static_write;
-    let const_checks = &verdict.const_checks;
-    let error_span = function.error_span;
-
-    let driver = local("__d1_retry_driver");
-    let record = local("__d1_retry_record");
-    let plan = local("__d1_retry_plan");
-    let result = local("__d1_retry_result");
-    let error = local("__d1_retry_error");
-    let delay = local("__d1_retry_delay");
-    let operation = local("__d1_retry_operation");
-    let value = local("__d1_retry_value");
-
-    // Spanned at the error type, so an error type the runtime cannot read is reported there.
-    let failure = quote_spanned! {error_span=>
-        (&&&#krate::__private::Probe(&#error)).d1_retry_failure()
-    };
-    let retry_loop = quote! {
-        #(#const_checks)*
-        #policy_check
-        #name
-        let #plan = #krate::__private::Plan {
-            idempotent: #idempotent,
-            many_sites: #many_sites,
-            static_write: #static_write,
-        };
-        let mut #driver = #krate::__private::Driver::new(
-            #policy,
-            #operation,
-            <#krate::__private::DefaultSleeper as ::core::default::Default>::default(),
-        );
-        loop {
-            let #record = #krate::__private::Attempt::new(#operation, #read_only);
-            let #attempt = &#record;
-            let #result: #output = #attempt_body.await;
-            // The error lives in this block only, so it is dropped before the wait and an
-            // error that is not `Send` never makes the future `!Send`.
-            let #delay = {
+    let body = match mode {
+        Mode::PerCall => {
+            let stmts = &block.stmts;
+            let call_init = &names.call_init;
+            quote! {
+                #policy_check
                 #[allow(unused_imports)]
-                use #krate::__private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
-                let #error = match #result {
-                    ::core::result::Result::Ok(#value) => {
-                        #driver.succeeded();
-                        return ::core::result::Result::Ok(#value);
-                    }
-                    ::core::result::Result::Err(#error) => #error,
+                use #private::{
+                    ViaAsRefError as _, ViaD1Receiver as _, ViaDisplay as _, ViaError as _,
+                    ViaOtherReceiver as _,
                 };
-                match #driver.next_delay(&#failure, #plan.access(#attempt)) {
-                    ::core::option::Option::Some(#delay) => #delay,
-                    ::core::option::Option::None => return ::core::result::Result::Err(#error),
-                }
-            };
-            #driver.sleep(#delay).await;
+                let #call = #call_init;
+                #(#stmts)*
+            }
+        }
+        Mode::WholeBody { read_only } => {
+            let attempt_body = attempt_body(block, &output);
+            whole_body_loop(&WholeBody {
+                private: &private,
+                names: &names,
+                policy: &policy,
+                policy_check: &policy_check,
+                operation: &operation,
+                read_only,
+                attempt_body: &attempt_body,
+                output: &output,
+                error_span: function.error_span,
+            })
         }
     };
 
@@ -105,9 +96,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     Ok(match &function.shape {
         Shape::Async { inner_attrs, .. } => quote! {
             #(#attrs)*
+            #[doc = #doc]
             #vis #sig {
                 #(#inner_attrs)*
-                #retry_loop
+                #body
             }
         },
         Shape::Boxed {
@@ -124,16 +116,184 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             } = ExprAsyncParts::of(future);
             let mut boxed_future = TokenStream::new();
             brace.surround(&mut boxed_future, |tokens| {
-                tokens.extend(quote!(#(#rebindings)* #retry_loop));
+                tokens.extend(quote!(#(#rebindings)* #body));
             });
             quote! {
                 #(#attrs)*
+                #[doc = #doc]
                 #vis #sig {
                     #callee(#(#future_attrs)* #async_token #capture #boxed_future)
                 }
             }
         }
     })
+}
+
+/// What the whole-body loop is made of.
+struct WholeBody<'a> {
+    private: &'a TokenStream,
+    names: &'a Names,
+    policy: &'a TokenStream,
+    policy_check: &'a TokenStream,
+    operation: &'a TokenStream,
+    read_only: bool,
+    attempt_body: &'a TokenStream,
+    output: &'a Type,
+    error_span: Span,
+}
+
+/// `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]`: the user vouched that the whole
+/// body may run again, so each attempt runs it, inside the scope that keeps the D1 calls
+/// within from retrying on their own.
+fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
+    let WholeBody {
+        private,
+        names,
+        policy,
+        policy_check,
+        operation,
+        read_only,
+        attempt_body,
+        output,
+        error_span,
+    } = parts;
+    let local = |name: &str| Ident::new(name, Span::mixed_site());
+    let attempt = &names.attempt;
+    let driver = local("__d1_retry_driver");
+    let record = local("__d1_retry_record");
+    let plan = local("__d1_retry_plan");
+    let result = local("__d1_retry_result");
+    let error = local("__d1_retry_error");
+    let delay = local("__d1_retry_delay");
+    let name = local("__d1_retry_operation");
+    let value = local("__d1_retry_value");
+    let idempotent = !read_only;
+    // Spanned at the error type, so an error type the runtime cannot read is reported there.
+    let failure = quote_spanned! {*error_span=>
+        (&&&#private::Probe(&#error)).d1_retry_failure()
+    };
+    quote! {
+        #policy_check
+        let #name = #operation;
+        let #plan = #private::Plan { idempotent: #idempotent };
+        let mut #driver = #private::Driver::new(
+            #policy,
+            #name,
+            <#private::DefaultSleeper as ::core::default::Default>::default(),
+        );
+        loop {
+            let #record = #private::Attempt::new(#name, #read_only);
+            let #attempt = &#record;
+            let #result: #output = #private::scoped(#attempt_body).await;
+            // The error lives in this block only, so it is dropped before the wait and an
+            // error that is not `Send` never makes the future `!Send`.
+            let #delay = {
+                #[allow(unused_imports)]
+                use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
+                let #error = match #result {
+                    ::core::result::Result::Ok(#value) => {
+                        #driver.succeeded();
+                        return ::core::result::Result::Ok(#value);
+                    }
+                    ::core::result::Result::Err(#error) => #error,
+                };
+                match #driver.next_delay(&#failure, #plan.access(#attempt)) {
+                    ::core::option::Option::Some(#delay) => #delay,
+                    ::core::option::Option::None => return ::core::result::Result::Err(#error),
+                }
+            };
+            #driver.sleep(#delay).await;
+        }
+    }
+}
+
+/// The `RetryPolicy` expression the function runs with.
+fn policy(options: &Options, krate: &TokenStream) -> TokenStream {
+    if let Some(path) = options.policy() {
+        // A const block, so an invalid policy constant is a compile error at `path`.
+        let krate = respan(krate, path.span());
+        return quote_spanned! {path.span()=>
+            const { #krate::__private::checked_policy(#path) }
+        };
+    }
+    let mut policy = quote!(#krate::__private::RetryPolicy::DEFAULT);
+    if let Some(value) = options.max_attempts() {
+        policy = quote!(#policy.with_max_attempts(#value));
+    }
+    if let Some(value) = options.base_delay_ms() {
+        policy = quote!(#policy.with_base_delay(::core::time::Duration::from_millis(#value)));
+    }
+    if let Some(value) = options.max_delay_ms() {
+        policy = quote!(#policy.with_max_delay(::core::time::Duration::from_millis(#value)));
+    }
+    policy
+}
+
+/// A `const _` item validating `policy = PATH` under `cargo check` too, when the path can
+/// be named outside the body.
+fn policy_check(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
+    let Some(path) = options.policy() else {
+        return TokenStream::new();
+    };
+    if !nameable_outside(path, sig) {
+        return TokenStream::new();
+    }
+    let krate = respan(krate, path.span());
+    // The same check as `checked_policy`, written out so that the error points at `path`
+    // rather than into the runtime.
+    quote_spanned! {path.span()=>
+        const _: () = match #krate::__private::RetryPolicy::validate(&#path) {
+            ::core::result::Result::Ok(()) => {}
+            ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
+        };
+    }
+}
+
+/// "4 retries", as the doc paragraph says it.
+fn retries(options: &Options) -> String {
+    if let Some(path) = options.policy() {
+        let path = path.to_token_stream().to_string().replace(' ', "");
+        return format!("the `max_attempts - 1` retries of `{path}`");
+    }
+    let attempts = options
+        .max_attempts()
+        .unwrap_or(d1_retry_runtime::RetryPolicy::DEFAULT.max_attempts());
+    match attempts.saturating_sub(1) {
+        0 => "no retries".to_owned(),
+        1 => "1 retry".to_owned(),
+        n => format!("{n} retries"),
+    }
+}
+
+/// Whether `path` means the same in an item nested in the body: no `Self`, no generic
+/// parameter of the function.
+fn nameable_outside(path: &syn::Path, sig: &syn::Signature) -> bool {
+    path.segments.first().is_none_or(|first| {
+        first.ident != "Self"
+            && !sig.generics.params.iter().any(|param| match param {
+                syn::GenericParam::Type(ty) => ty.ident == first.ident,
+                syn::GenericParam::Const(c) => c.ident == first.ident,
+                syn::GenericParam::Lifetime(_) => false,
+            })
+    })
+}
+
+/// The names the function's parameters bind.
+fn parameters(sig: &syn::Signature) -> Vec<Ident> {
+    struct Names(Vec<Ident>);
+    impl syn::visit::Visit<'_> for Names {
+        fn visit_pat_ident(&mut self, pat: &syn::PatIdent) {
+            self.0.push(pat.ident.clone());
+            syn::visit::visit_pat_ident(self, pat);
+        }
+    }
+    let mut names = Names(Vec::new());
+    for input in &sig.inputs {
+        if let syn::FnArg::Typed(typed) = input {
+            syn::visit::Visit::visit_pat(&mut names, &typed.pat);
+        }
+    }
+    names.0
 }
 
 struct ExprAsyncParts<'a> {
@@ -180,24 +340,23 @@ fn attempt_body(block: &Block, output: &Type) -> TokenStream {
     quote!(async #body)
 }
 
-/// `let __d1_retry_operation = Operation::...;` - the `d1.operation` log field.
-fn operation_name(function: &Checked, options: &Options, krate: &TokenStream) -> TokenStream {
-    let operation = Ident::new("__d1_retry_operation", Span::mixed_site());
+/// The `d1.operation` log field: `name = ".."`, the function's name, or `Type::method`.
+fn operation_name(function: &Checked, options: &Options, private: &TokenStream) -> TokenStream {
     if let Some(name) = options.name() {
-        return quote!(let #operation = #krate::__private::Operation::Named(#name););
+        return quote!(#private::OperationName::Named(#name));
     }
     let fn_name = function.sig.ident.unraw().to_string();
     if is_method(&function.sig) {
         // Kept as two parts and joined only when a line is logged: naming costs nothing
         // on the happy path.
         quote! {
-            let #operation = #krate::__private::Operation::Method {
+            #private::OperationName::Method {
                 type_name: ::core::any::type_name::<Self>(),
                 method: #fn_name,
-            };
+            }
         }
     } else {
-        quote!(let #operation = #krate::__private::Operation::Named(#fn_name);)
+        quote!(#private::OperationName::Named(#fn_name))
     }
 }
 

@@ -2,16 +2,20 @@
 //! together with the runtime its expansion calls.
 //!
 //! The modules, in the order the attribute runs them: `attr` reads the options, `item` the
-//! function and the shape it takes, `sites` the statements of its body and what is known of
-//! their SQL, `rules` applies the compile-time half of the retry table, `expand` writes the
-//! retry loop, and on a mistake `fallback` emits the function unchanged with one error.
+//! function and the shape it takes, `executions` finds the D1 executions of its body (with
+//! `sql` judging their SQL) and rewrites each to be retried on its own, `valid` refuses what
+//! is certainly wrong, `doc` writes the verdict as a doc paragraph, `expand` renders it all,
+//! and on a mistake `fallback` emits the function unchanged with one error. Each module
+//! imports only those before it: no circle.
 
 mod attr;
+mod doc;
+mod executions;
 mod expand;
 mod fallback;
 mod item;
-mod rules;
-mod sites;
+mod sql;
+mod valid;
 
 use proc_macro::TokenStream;
 

@@ -3,39 +3,38 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-pub use crate::driver::{Access, Driver};
+pub use crate::call::{Call, execute};
+pub use crate::decide::Access;
+pub use crate::driver::Driver;
+pub use crate::receiver::{
+    Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried, ViaD1Receiver,
+    ViaOtherReceiver, ViaSqlOther, ViaSqlText,
+};
+pub use crate::scope::{nested, scoped};
 pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
-pub use crate::operation::Operation;
+pub use crate::operation::OperationName;
 pub use crate::read_only::is_read_only;
 
 /// The documented D1 phrases and their classes, for the classifier's benchmark baseline.
 pub const D1_PHRASES: [(&str, crate::FailureClass); 13] = crate::classify::PHRASES;
 pub use crate::{DefaultSleeper, PolicyError, RetryPolicy};
 
-/// What the macro learned about the function's statement sites at compile time.
+/// What the macro learned about a whole-body (`read_only` / `idempotent`) function.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
     /// `#[d1_retry(idempotent)]`.
     pub idempotent: bool,
-    /// More than one site, or a site that may run several times (loops, closures).
-    pub many_sites: bool,
-    /// A site whose SQL is known at compile time and may write.
-    pub static_write: bool,
 }
 
 impl Plan {
     /// The access of the attempt that just ran, given the dynamic SQL it observed.
     pub fn access(&self, attempt: &Attempt<'_>) -> Access {
         if self.idempotent {
-            return Access::Idempotent;
-        }
-        if !self.static_write && attempt.dynamic_writes() == 0 {
-            return Access::ReadOnly;
-        }
-        if self.many_sites {
-            Access::Unretryable
+            Access::Idempotent
+        } else if attempt.dynamic_writes() == 0 {
+            Access::ReadOnly
         } else {
-            Access::Write
+            Access::Unretryable
         }
     }
 }
@@ -44,14 +43,14 @@ impl Plan {
 ///
 /// An atomic rather than a `Cell` so the user's future stays `Send` when it was.
 pub struct Attempt<'a> {
-    operation: Operation<'a>,
+    operation: OperationName<'a>,
     declared_read_only: bool,
     dynamic_writes: AtomicU32,
 }
 
 impl<'a> Attempt<'a> {
     /// A fresh record for one attempt of `operation`.
-    pub const fn new(operation: Operation<'a>, declared_read_only: bool) -> Self {
+    pub const fn new(operation: OperationName<'a>, declared_read_only: bool) -> Self {
         Attempt {
             operation,
             declared_read_only,

@@ -3,7 +3,7 @@ use core::fmt;
 /// What a failed D1 call may have done to the database, which decides whether it may be retried.
 ///
 /// See [`classify`](crate::classify) for how a failure is sorted into a class, and
-/// [`should_retry`](crate::should_retry) for what each class allows.
+/// [`decide`](crate::decide) for what each class allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailureClass {
     /// D1 was never reached, so the statement did not run: any statement may be retried.
@@ -37,33 +37,6 @@ impl fmt::Display for FailureClass {
     }
 }
 
-/// Whether a failure of `class` may be retried, given whether re-running the failed work is safe.
-///
-/// `read_only` is true when every statement of the failed work is read-only, or when the
-/// work is declared idempotent (running it twice has the effect of running it once).
-///
-/// | class | read-only or idempotent | may write |
-/// |---|---|---|
-/// | [`NotExecuted`](FailureClass::NotExecuted) | retry | retry |
-/// | [`MaybeExecuted`](FailureClass::MaybeExecuted) | retry | no |
-/// | [`Permanent`](FailureClass::Permanent) | no | no |
-///
-/// ```
-/// use d1_retry_runtime::{should_retry, FailureClass};
-/// assert!(should_retry(FailureClass::NotExecuted, false));
-/// assert!(should_retry(FailureClass::MaybeExecuted, true));
-/// assert!(!should_retry(FailureClass::MaybeExecuted, false));
-/// assert!(!should_retry(FailureClass::Permanent, true));
-/// ```
-#[must_use]
-pub const fn should_retry(class: FailureClass, read_only: bool) -> bool {
-    match class {
-        FailureClass::NotExecuted => true,
-        FailureClass::MaybeExecuted => read_only,
-        FailureClass::Permanent => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,25 +47,5 @@ mod tests {
         assert_eq!(FailureClass::MaybeExecuted.as_str(), "maybe_executed");
         assert_eq!(FailureClass::Permanent.as_str(), "permanent");
         assert_eq!(FailureClass::Permanent.to_string(), "permanent");
-    }
-
-    #[test]
-    fn retry_table() {
-        use FailureClass::*;
-        let table = [
-            (NotExecuted, true, true),
-            (NotExecuted, false, true),
-            (MaybeExecuted, true, true),
-            (MaybeExecuted, false, false),
-            (Permanent, true, false),
-            (Permanent, false, false),
-        ];
-        for (class, read_only, expected) in table {
-            assert_eq!(
-                should_retry(class, read_only),
-                expected,
-                "{class} read_only={read_only}"
-            );
-        }
     }
 }

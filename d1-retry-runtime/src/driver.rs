@@ -1,64 +1,34 @@
-//! The retry loop's decisions, shared by [`Retry`](crate::Retry) and the `#[d1_retry]` expansion.
+//! The whole-attempt retry loop's decisions, shared by [`Retry`](crate::Retry) and the
+//! `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]` expansion.
 
 use core::time::Duration;
 
-use rand::rngs::SmallRng;
-
+use crate::call::spend_token;
+use crate::decide::{Access, Facts, decide};
 use crate::failure::Failure;
-use crate::operation::Operation;
-use crate::{FailureClass, RetryPolicy, Sleeper, jitter, log, should_retry};
-
-/// What re-running the failed attempt could do to the database.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Access {
-    /// Every statement of the attempt was read-only.
-    ReadOnly,
-    /// The work is declared safe to run twice.
-    Idempotent,
-    /// The attempt had one statement that may write.
-    Write,
-    /// The attempt may have written before the statement that failed: never retried.
-    Unretryable,
-}
-
-impl Access {
-    /// Whether every statement was read-only (the `d1.read_only` log field).
-    pub fn is_read_only(self) -> bool {
-        matches!(self, Access::ReadOnly)
-    }
-
-    fn allows(self, class: FailureClass) -> bool {
-        match self {
-            Access::ReadOnly | Access::Idempotent => should_retry(class, true),
-            Access::Write => should_retry(class, false),
-            Access::Unretryable => false,
-        }
-    }
-}
+use crate::operation::OperationName;
+use crate::{RetryPolicy, Sleeper, jitter, log, scope};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
 ///
-/// It holds no clock and allocates nothing; the random source is only seeded once a
-/// failure needs a jittered delay, so a call that succeeds at once costs a few stores.
+/// It holds no clock and allocates nothing; a call that succeeds at once costs a few stores.
 pub struct Driver<'a, S> {
     policy: RetryPolicy,
-    operation: Operation<'a>,
+    operation: OperationName<'a>,
     sleeper: S,
     attempt: u32,
     seed: Option<u64>,
-    rng: Option<SmallRng>,
 }
 
 impl<'a, S: Sleeper> Driver<'a, S> {
     /// A driver about to make its first attempt.
-    pub fn new(policy: RetryPolicy, operation: Operation<'a>, sleeper: S) -> Self {
+    pub fn new(policy: RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
         Driver {
             policy,
             operation,
             sleeper,
             attempt: 1,
             seed: None,
-            rng: None,
         }
     }
 
@@ -77,12 +47,8 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             return None;
         }
         let class = failure.class();
-        // Every transient failure is news about D1's health and spends a token, whether or
-        // not this particular failure could be retried; a permanent one means D1 answered.
-        let budget_exhausted = match self.policy.budget() {
-            Some(budget) if class != FailureClass::Permanent => !budget.record_failure(),
-            _ => false,
-        };
+        let nested = scope::nested();
+        let budget_exhausted = spend_token(&self.policy, class, nested);
         let event = log::Event {
             operation: self.operation,
             read_only: access.is_read_only(),
@@ -91,20 +57,20 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             budget_exhausted,
             failure,
         };
-        if !access.allows(class) {
-            log::not_retried(&event);
-            return None;
-        }
-        if self.attempt >= self.policy.max_attempts() {
-            log::exhausted(&event);
-            return None;
-        }
-        if budget_exhausted {
-            log::budget_exhausted(&event);
+        let facts = Facts {
+            class,
+            access,
+            nested,
+            retries_made: self.attempt - 1,
+            max_attempts: self.policy.max_attempts(),
+            budget_exhausted,
+        };
+        if let Err(withheld) = decide(facts) {
+            log::withheld(&event, withheld);
             return None;
         }
         let (min, max) = self.policy.delay_bounds(self.attempt);
-        let delay = jitter::draw(&mut self.rng, self.seed, min, max);
+        let delay = jitter::draw(self.seed, self.attempt, min, max);
         log::retrying(&event, delay);
         self.attempt += 1;
         Some(delay)

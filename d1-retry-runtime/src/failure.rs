@@ -1,10 +1,17 @@
 //! A failed attempt as the driver sees it: its class, and a text for the logs.
+//!
+//! Why a type between the error and the driver: the driver decides with the class and logs
+//! the text, and both come from one reading of the error. A [`Failure`] made from an error
+//! chain keeps the link that decided its class, so the `d1.failure` log field is written
+//! from the links already read, without walking or classifying the chain a second time
+//! (which would cost a second pass over every link, and could even disagree with the first
+//! if a `Display` or `source()` changed in between).
 
 use core::fmt;
 use std::error::Error;
 
 use crate::FailureClass;
-use crate::classify::{classify, classify_display, write_error_text};
+use crate::classify::{ChainText, classify_chain, classify_display};
 
 /// A classified failure, borrowed from the caller's error value for as long as the driver
 /// decides and logs; the error itself is never moved or changed.
@@ -16,20 +23,28 @@ pub struct Failure<'e> {
 
 #[derive(Clone, Copy)]
 enum Text<'e> {
-    Error(&'e (dyn Error + 'static)),
+    /// The outermost link and the one that decided, as the classifier read them.
+    Chain(ChainText<'e>),
     Display(&'e dyn fmt::Display),
 }
 
 impl<'e> Failure<'e> {
-    /// Classifies an error and its `source()` chain with [`classify`].
+    /// Classifies an error and its `source()` chain with [`classify`](crate::classify).
+    ///
+    /// The failure keeps the outermost link and the link that decided the class; its
+    /// `Display` (the `d1.failure` log field) is the first line of the outermost message and,
+    /// when a deeper link decided, `: ` and the first line of that link. Formatting it reads
+    /// only those two links: the chain is not walked or classified again.
     pub fn from_error(error: &'e (dyn Error + 'static)) -> Self {
+        let (class, text) = classify_chain(error);
         Failure {
-            class: classify(error),
-            text: Text::Error(error),
+            class,
+            text: Text::Chain(text),
         }
     }
 
-    /// Classifies a value that is only `Display` by its text.
+    /// Classifies a value that is only `Display` by its text, read like one link of a chain.
+    /// Its `Display` is the value's own.
     pub fn from_display(error: &'e dyn fmt::Display) -> Self {
         Failure {
             class: classify_display(error),
@@ -37,7 +52,7 @@ impl<'e> Failure<'e> {
         }
     }
 
-    /// A failure whose class was decided by the caller.
+    /// A failure whose class was decided by the caller. Its `Display` is the value's own.
     pub fn with_class(class: FailureClass, error: &'e dyn fmt::Display) -> Self {
         Failure {
             class,
@@ -54,7 +69,7 @@ impl<'e> Failure<'e> {
 impl fmt::Display for Failure<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.text {
-            Text::Error(error) => write_error_text(error, f),
+            Text::Chain(text) => fmt::Display::fmt(&text, f),
             Text::Display(display) => fmt::Display::fmt(display, f),
         }
     }

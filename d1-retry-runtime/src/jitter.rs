@@ -3,22 +3,31 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-
-/// Draws a delay uniformly from `[min, max]`, seeding `rng` on first use.
-pub(crate) fn draw(
-    rng: &mut Option<SmallRng>,
-    seed: Option<u64>,
-    min: Duration,
-    max: Duration,
-) -> Duration {
+/// Draws the delay of retry `retry` uniformly from `[min, max]`.
+///
+/// Stateless: the draw is a hash of `seed` and `retry`, so the executions of one call can
+/// share a schedule through `&` without a generator behind a lock, and a fixed seed
+/// repeats. Without a seed a fresh one is taken from the platform for each draw.
+pub(crate) fn draw(seed: Option<u64>, retry: u32, min: Duration, max: Duration) -> Duration {
     let (lo, hi) = (as_nanos_u64(min), as_nanos_u64(max));
     if lo >= hi {
         return min;
     }
-    let rng = rng.get_or_insert_with(|| SmallRng::seed_from_u64(seed.unwrap_or_else(fresh_seed)));
-    Duration::from_nanos(rng.random_range(lo..=hi))
+    let seed = seed.unwrap_or_else(fresh_seed);
+    let span = hi - lo;
+    let bits = mix(seed ^ u64::from(retry).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    // `span + 1` cannot overflow: `hi` fits in u64 and `lo` < `hi`. The modulo bias is
+    // below 2^-30 for delays under a second.
+    let offset = if span == u64::MAX { bits } else { bits % (span + 1) };
+    Duration::from_nanos(lo + offset)
+}
+
+/// SplitMix64's finaliser: every input bit affects every output bit.
+const fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 fn as_nanos_u64(d: Duration) -> u64 {
@@ -64,9 +73,9 @@ mod tests {
     #[test]
     fn unseeded_draws_differ_between_calls() {
         // Callers that fail together must not retry together: without a seed, every
-        // driver gets a seed of its own.
+        // draw gets a seed of its own.
         let (min, max) = (Duration::from_millis(160), Duration::from_millis(240));
-        let delays: Vec<Duration> = (0..16).map(|_| draw(&mut None, None, min, max)).collect();
+        let delays: Vec<Duration> = (0..16).map(|_| draw(None, 1, min, max)).collect();
         assert!(delays.iter().all(|d| (min..=max).contains(d)));
         let distinct = delays
             .iter()
@@ -79,22 +88,32 @@ mod tests {
     fn seeded_draws_repeat_and_stay_within_bounds() {
         let (min, max) = (Duration::from_millis(1), Duration::from_millis(3));
         let draws = |seed| {
-            let mut rng = None;
-            (0..32)
-                .map(|_| draw(&mut rng, Some(seed), min, max))
+            (0..64)
+                .map(|retry| draw(Some(seed), retry, min, max))
                 .collect::<Vec<_>>()
         };
         assert_eq!(draws(5), draws(5));
         assert_ne!(draws(5), draws(6));
         assert!(draws(5).iter().all(|d| (min..=max).contains(d)));
+        // Each retry of one seed draws anew, and the draws spread over the interval.
+        let spread = draws(5);
+        assert!(spread.iter().any(|d| *d < Duration::from_micros(1500)), "{spread:?}");
+        assert!(spread.iter().any(|d| *d > Duration::from_micros(2500)), "{spread:?}");
     }
 
     #[test]
     fn equal_bounds_need_no_randomness() {
         let d = Duration::from_millis(7);
-        let mut rng = None;
-        assert_eq!(draw(&mut rng, None, d, d), d);
-        assert!(rng.is_none(), "a fixed delay should not seed a generator");
+        assert_eq!(draw(None, 1, d, d), d);
+        assert_eq!(draw(Some(1), 1, d, Duration::from_millis(3)), d);
+    }
+
+    #[test]
+    fn the_whole_u64_range_is_drawable() {
+        let max = Duration::from_nanos(u64::MAX);
+        let drawn = draw(Some(3), 1, Duration::ZERO, max);
+        assert!(drawn <= max);
+        assert_ne!(mix(0), mix(1));
     }
 
     #[cfg(not(target_arch = "wasm32"))]

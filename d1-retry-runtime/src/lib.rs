@@ -9,7 +9,9 @@
 //! - [`is_read_only`] decides, the way SQLite would, whether SQL can write; it is a
 //!   `const fn`, so constant SQL is judged by the compiler.
 //! - [`should_retry`] combines the two: not-executed failures are retried, maybe-executed
-//!   ones only for read-only SQL, permanent ones never.
+//!   ones only for read-only SQL, permanent ones never; [`decide`] is the whole retry
+//!   table, with the attempt limit, the budget and nesting.
+//! - [`D1Receiver`] marks the types whose calls `#[d1_retry]` retries.
 //! - [`RetryPolicy`] is the jittered exponential schedule, and [`Retry`] the driver that
 //!   follows it, waiting through a [`Sleeper`].
 //!
@@ -32,8 +34,10 @@
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod budget;
+mod call;
 mod class;
 mod classify;
+mod decide;
 mod driver;
 mod failure;
 mod jitter;
@@ -41,7 +45,9 @@ mod log;
 mod operation;
 mod policy;
 mod read_only;
+mod receiver;
 mod retry;
+mod scope;
 mod sleep;
 
 #[doc(hidden)]
@@ -52,7 +58,9 @@ pub mod testing;
 pub mod worker;
 
 pub use crate::budget::{RetryBudget, RetryTokens};
-pub use crate::class::{FailureClass, should_retry};
+pub use crate::class::FailureClass;
+pub use crate::decide::{Access, Facts, Withheld, decide, should_retry};
+pub use crate::receiver::D1Receiver;
 pub use crate::classify::{classify, classify_message};
 pub use crate::policy::{PolicyError, RetryPolicy};
 pub use crate::read_only::is_read_only;

@@ -3,12 +3,13 @@
 use core::time::Duration;
 
 use crate::failure::Failure;
-use crate::operation::Operation;
-use crate::{FailureClass, PolicyError};
+use crate::operation::OperationName;
+use crate::PolicyError;
+use crate::decide::Withheld;
 
 /// The fields every line about one failed attempt carries.
 pub(crate) struct Event<'a, 'e> {
-    pub(crate) operation: Operation<'a>,
+    pub(crate) operation: OperationName<'a>,
     pub(crate) read_only: bool,
     pub(crate) attempt: u32,
     pub(crate) max_attempts: u32,
@@ -43,38 +44,28 @@ pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
     );
 }
 
-pub(crate) fn exhausted(event: &Event<'_, '_>) {
-    attempt_line!(
-        warn,
-        event,
-        "D1 transient failure, giving up after the last attempt"
-    );
-}
-
-pub(crate) fn not_retried(event: &Event<'_, '_>) {
-    if event.failure.class() == FailureClass::Permanent && event.attempt == 1 {
+/// The one line about a failure that is not retried, with the reason in `d1.withheld`,
+/// so that a user can find why an error reached the caller.
+pub(crate) fn withheld(event: &Event<'_, '_>, reason: Withheld) {
+    if reason == Withheld::Permanent && event.attempt == 1 {
         // The caller's own error (a constraint, a syntax error): not d1-retry's news.
-        attempt_line!(debug, event, "D1 permanent failure, not retried");
+        attempt_line!(
+            debug,
+            event,
+            d1.withheld = reason.as_str(),
+            "D1 failure, not retried"
+        );
         return;
     }
     attempt_line!(
         warn,
         event,
-        "D1 failure, giving up: retrying could run a write twice or cannot help"
+        d1.withheld = reason.as_str(),
+        "D1 failure, not retried"
     );
 }
 
-/// A retry the schedule allowed, refused because D1 has been failing more than the budget
-/// tolerates: the caller gets the error now instead of adding load.
-pub(crate) fn budget_exhausted(event: &Event<'_, '_>) {
-    attempt_line!(
-        warn,
-        event,
-        "D1 transient failure, not retried: the retry budget is exhausted"
-    );
-}
-
-pub(crate) fn invalid_policy(operation: Operation<'_>, error: PolicyError) {
+pub(crate) fn invalid_policy(operation: OperationName<'_>, error: PolicyError) {
     tracing::error!(
         d1.operation = %operation,
         d1.policy_error = error.message(),
@@ -83,7 +74,7 @@ pub(crate) fn invalid_policy(operation: Operation<'_>, error: PolicyError) {
 }
 
 /// A `read_only` function ran SQL that writes; that attempt is treated as a write.
-pub(crate) fn write_in_read_only(operation: Operation<'_>, sql: &str) {
+pub(crate) fn write_in_read_only(operation: OperationName<'_>, sql: &str) {
     tracing::error!(
         d1.operation = %operation,
         d1.sql = sql,

@@ -7,7 +7,7 @@ use core::fmt;
 /// A method's default name, `Type::method`, is kept as its two `&'static str` parts and
 /// joined only when a line is written: the happy path never builds it.
 #[derive(Clone, Copy, Debug)]
-pub enum Operation<'a> {
+pub enum OperationName<'a> {
     /// A name given in full (`name = "..."`, a free function, `Retry::new`).
     Named(&'a str),
     /// A method: the full `core::any::type_name::<Self>()` and the method's name.
@@ -19,11 +19,11 @@ pub enum Operation<'a> {
     },
 }
 
-impl fmt::Display for Operation<'_> {
+impl fmt::Display for OperationName<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Operation::Named(name) => f.write_str(name),
-            Operation::Method { type_name, method } => match short_type_name(type_name) {
+            OperationName::Named(name) => f.write_str(name),
+            OperationName::Method { type_name, method } => match short_type_name(type_name) {
                 "" => f.write_str(method),
                 short => write!(f, "{short}::{method}"),
             },
@@ -31,9 +31,9 @@ impl fmt::Display for Operation<'_> {
     }
 }
 
-impl<'a> From<&'a str> for Operation<'a> {
+impl<'a> From<&'a str> for OperationName<'a> {
     fn from(name: &'a str) -> Self {
-        Operation::Named(name)
+        OperationName::Named(name)
     }
 }
 
@@ -52,7 +52,7 @@ mod tests {
 
     #[test]
     fn method_names_use_the_short_type_name() {
-        let name = |type_name, method| Operation::Method { type_name, method }.to_string();
+        let name = |type_name, method| OperationName::Method { type_name, method }.to_string();
         assert_eq!(name("app::repo::UserRepo", "find"), "UserRepo::find");
         assert_eq!(name("app::Repo<app::Db, u8>", "save"), "Repo::save");
         assert_eq!(name("UserRepo", "find"), "UserRepo::find");
@@ -60,6 +60,6 @@ mod tests {
         assert_eq!(name("&mut app::Repo", "find"), "Repo::find");
         assert_eq!(name("dyn app::Repo", "find"), "Repo::find");
         assert_eq!(name("", "find"), "find");
-        assert_eq!(Operation::from("users.find").to_string(), "users.find");
+        assert_eq!(OperationName::from("users.find").to_string(), "users.find");
     }
 }

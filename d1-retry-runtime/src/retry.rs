@@ -2,15 +2,16 @@ use core::fmt::Display;
 use core::future::Future;
 use std::error::Error;
 
-use crate::driver::{Access, Driver};
+use crate::decide::Access;
+use crate::driver::Driver;
 use crate::failure::Failure;
-use crate::operation::Operation;
+use crate::operation::OperationName;
 use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 
 /// The retry driver, for code that does not use `#[d1_retry]`.
 ///
 /// It runs an attempt, and when the attempt fails it classifies the error, decides with
-/// [`should_retry`](crate::should_retry) whether running the attempt again is safe, waits
+/// [`decide`](crate::decide) whether running the attempt again is safe, waits
 /// through the [`Sleeper`], logs, and tries again, at most
 /// [`max_attempts`](RetryPolicy::max_attempts) times. When it stops, the caller gets the
 /// last attempt's error value unchanged.
@@ -24,6 +25,10 @@ use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 /// - jitter seeded from the platform, different on every call.
 ///
 /// The futures need not be `Send`, and a call whose first attempt succeeds allocates nothing.
+///
+/// An attempt runs as a whole: a `#[d1_retry]` function or `D1Retry` call inside it does
+/// not retry on its own, so attempts never multiply; this driver decides. A task spawned
+/// from the attempt escapes that scope.
 ///
 /// ```
 /// # #[derive(Debug)] struct DbError(&'static str);
@@ -152,10 +157,11 @@ impl<S: Sleeper> Retry<'_, S> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut driver = Driver::new(self.policy, Operation::Named(self.operation), self.sleeper)
+        let mut driver = Driver::new(self.policy, OperationName::Named(self.operation), self.sleeper)
             .with_seed(self.seed);
         loop {
-            let error = match attempt().await {
+            // The attempt runs as a whole: D1 calls inside it do not retry on their own.
+            let error = match crate::scope::scoped(attempt()).await {
                 Ok(value) => {
                     driver.succeeded();
                     return Ok(value);

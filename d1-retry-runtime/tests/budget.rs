@@ -100,10 +100,7 @@ async fn the_default_policy_draws_on_the_shared_budget() {
     shared.refill();
 }
 
-#[path = "support/log_capture.rs"]
-mod log_capture;
-
-use log_capture::Logs;
+use test_support::Logs;
 
 #[test]
 fn logs_say_when_the_budget_stopped_a_retry() {

@@ -1,6 +1,7 @@
 //! The classifier against every D1 message in `shared/notes/d1-errors.md`, in the shapes
 //! they reach Rust in, and against the traps listed there.
 
+use std::cell::Cell;
 use std::error::Error;
 use std::fmt;
 
@@ -9,6 +10,10 @@ use d1_retry_runtime::{FailureClass, classify, classify_message};
 use proptest::prelude::*;
 
 use FailureClass::{MaybeExecuted, NotExecuted, Permanent};
+
+/// Counts allocations per thread, for `classifying_allocates_nothing`.
+#[global_allocator]
+static ALLOCATOR: test_support::CountingAllocator = test_support::CountingAllocator;
 
 /// Every documented message, without its final period.
 const DOCUMENTED: [(&str, FailureClass); 13] = [
@@ -67,6 +72,26 @@ const TAILS: [&str; 7] = [
     ".\n    at D1Database._send (cloudflare-internal:d1-api:130:22)",
     "\n    at D1Database._send (cloudflare-internal:d1-api:130:22)",
     ": SQLITE_IOERR",
+    " ",
+];
+
+/// Text an error type of the user's own writes in front of D1's message, marker included: the
+/// `thiserror` style `#[error("Database error: {0}")]`, a context with `: `, and one that
+/// keeps a JavaScript error's name on both sides.
+const USER_PREFIXES: [&str; 3] = [
+    "Database error: D1_ERROR: ",
+    "repo failed: D1_ERROR: ",
+    "Error: loading user 7 (users.find) D1_ERROR: Error: ",
+];
+
+/// The tails of [`TAILS`] a prefixed message may carry and still be recognized: all but the
+/// SQLite code, which makes a prefixed message permanent.
+const PREFIXED_TAILS: [&str; 6] = [
+    "",
+    ".",
+    ". (retry later)",
+    ".\n    at D1Database._send (cloudflare-internal:d1-api:130:22)",
+    "\n    at D1Database._send (cloudflare-internal:d1-api:130:22)",
     " ",
 ];
 
@@ -706,6 +731,318 @@ fn classify_display_reads_strings() {
     assert_eq!(classify_display(&String::new()), Permanent);
 }
 
+#[test]
+fn every_documented_message_behind_a_users_prefix() {
+    for (phrase, class) in DOCUMENTED {
+        for prefix in USER_PREFIXES {
+            for tail in PREFIXED_TAILS {
+                assert_class(&format!("{prefix}{phrase}{tail}"), class);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_most_common_prefixed_messages() {
+    assert_class(
+        "Database error: D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.",
+        NotExecuted,
+    );
+    assert_class(
+        "repo failed: D1_ERROR: Network connection lost.",
+        MaybeExecuted,
+    );
+    assert_class(
+        "Error: Database error: D1_ERROR: D1 DB is overloaded. Requests queued for too long.",
+        MaybeExecuted,
+    );
+    assert_class(
+        "failed to save order 12 - D1_ERROR: internal error; reference = 6cs6dbfq4tb5lmtrbc3t0lis",
+        MaybeExecuted,
+    );
+    // A long prefix pushes D1's part past the first 107 bytes the start is judged on.
+    let long = format!(
+        "{}: D1_ERROR: Internal error while starting up D1 DB storage caused object to be reset.",
+        "handling POST /api/orders for tenant 4f1c ".repeat(5)
+    );
+    assert_class(&long, NotExecuted);
+}
+
+#[test]
+fn a_prefixed_message_with_a_sqlite_code_is_permanent() {
+    for (phrase, _) in DOCUMENTED {
+        for prefix in USER_PREFIXES {
+            assert_class(&format!("{prefix}{phrase}: SQLITE_IOERR"), Permanent);
+            assert_class(
+                &format!("{prefix}{phrase}.\n    at x (SQLITE_BUSY.js:1:1)"),
+                Permanent,
+            );
+        }
+        // The code in the user's own text counts too.
+        assert_class(
+            &format!("SQLITE_BUSY while saving: D1_ERROR: {phrase}."),
+            Permanent,
+        );
+    }
+    assert_class(
+        "Database error: D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT \
+         (extended: SQLITE_CONSTRAINT_UNIQUE)",
+        Permanent,
+    );
+}
+
+#[test]
+fn a_prefixed_query_error_echoing_a_phrase_is_permanent() {
+    for (phrase, _) in DOCUMENTED {
+        for message in [
+            format!("Database error: D1_EXEC_ERROR: Error in line 1: SELECT '{phrase}.'"),
+            format!(
+                "Database error: D1_EXEC_ERROR: Error in line 1: SELECT 'x D1_ERROR: {phrase}.'"
+            ),
+            format!("Database error: D1_EXEC_ERROR: D1_ERROR: {phrase}."),
+            format!(
+                "repo failed: D1_TYPE_ERROR: Type 'object' not supported for value ' D1_ERROR: {phrase}.'"
+            ),
+            format!("repo failed: D1_COLUMN_NOTFOUND: Column ' D1_ERROR: {phrase}' does not exist"),
+        ] {
+            assert_class(&message, Permanent);
+            // It decides: the walk stops there, whatever the cause says.
+            let error = js(message.clone()).caused_by(js("Network connection lost."));
+            assert_eq!(classify(&error), Permanent, "{message}");
+        }
+    }
+}
+
+#[test]
+fn a_phrase_without_the_marker_inside_a_users_text_does_not_count() {
+    for (phrase, _) in DOCUMENTED {
+        for message in [
+            format!("Database error: {phrase}."),
+            format!("repo failed: Error: {phrase}."),
+            format!("repo failed after '{phrase}.'"),
+            format!("loading user 7 (D1 said: {phrase}.)"),
+            format!("Database error: D1_ERROR {phrase}."),
+            format!("Database error: D1_ERROR:{phrase}."),
+            format!("Database error: d1_error: {phrase}."),
+            format!("Database error: D1_ERROR: then {phrase}."),
+        ] {
+            assert_class(&message, Permanent);
+        }
+    }
+}
+
+#[test]
+fn a_marker_that_is_not_where_d1_puts_it_does_not_count() {
+    for (phrase, _) in DOCUMENTED {
+        for message in [
+            // Glued to the user's text, or quoted by it.
+            format!("Database error:D1_ERROR: {phrase}."),
+            format!("repo failed 'D1_ERROR: {phrase}.'"),
+            format!("repo failed (D1_ERROR: {phrase}.)"),
+            format!("MY_D1_ERROR: {phrase}."),
+            // Not on the first line.
+            format!("repo failed\n D1_ERROR: {phrase}."),
+            format!("repo failed\r\n D1_ERROR: {phrase}."),
+            // Behind another D1 part: only the first `D1_` counts.
+            format!("repo failed: D1_ERROR: odd D1_ERROR: {phrase}."),
+            format!("Error: D1_ERROR: UNIQUE constraint failed: t.x (' D1_ERROR: {phrase}.')"),
+            format!("repo failed: D1_FOO: D1_ERROR: {phrase}."),
+            format!("D1_DB repo failed: D1_ERROR: {phrase}."),
+        ] {
+            assert_class(&message, Permanent);
+        }
+    }
+}
+
+#[test]
+fn a_marker_followed_by_unknown_text_decides_nothing() {
+    for message in [
+        "Database error: D1_ERROR: something odd",
+        "repo failed: D1_ERROR: UNIQUE constraint failed: users.email",
+        "repo failed: D1_ERROR: Network",
+        "repo failed: D1_ERROR: Network connection lostX",
+        "repo failed: D1_ERROR: network connection lost.",
+        "repo failed: D1_ERROR",
+        "repo failed: D1_ERROR: ",
+        "repo failed: D1_",
+    ] {
+        assert_class(message, Permanent);
+        // Not recognized, so the source decides.
+        let error = js(message).caused_by(js("D1 DB is overloaded. Too many requests queued."));
+        assert_eq!(classify(&error), NotExecuted, "{message}");
+    }
+}
+
+#[test]
+fn a_prefixed_link_decides_the_chain_and_is_logged_alone() {
+    let error = js("Database error: D1_ERROR: Network connection lost.")
+        .caused_by(js("no such table: t: SQLITE_ERROR"));
+    assert_eq!(classify(&error), MaybeExecuted);
+    assert_eq!(
+        log_text(&error),
+        "Database error: D1_ERROR: Network connection lost."
+    );
+    let lookalike =
+        js("Database error: D1_ERROR: D1 DB exceeded its CPU time limit and was reset.")
+            .caused_by(js("Network connection lost."));
+    assert_eq!(classify(&lookalike), Permanent);
+}
+
+/// An error that counts how often it is formatted and asked for its source, and whose
+/// `Display` says something else from its second formatting on.
+#[derive(Debug)]
+struct Counted {
+    first: &'static str,
+    later: &'static str,
+    displays: Cell<usize>,
+    sources: Cell<usize>,
+    cause: Option<Box<Counted>>,
+}
+
+fn counted(first: &'static str, later: &'static str, cause: Option<Counted>) -> Counted {
+    Counted {
+        first,
+        later,
+        displays: Cell::new(0),
+        sources: Cell::new(0),
+        cause: cause.map(Box::new),
+    }
+}
+
+impl fmt::Display for Counted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.displays.set(self.displays.get() + 1);
+        f.write_str(if self.displays.get() == 1 {
+            self.first
+        } else {
+            self.later
+        })
+    }
+}
+
+impl Error for Counted {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.sources.set(self.sources.get() + 1);
+        self.cause.as_deref().map(|c| c as &(dyn Error + 'static))
+    }
+}
+
+#[test]
+fn formatting_a_failure_does_not_walk_or_classify_the_chain_again() {
+    // Classified once, the outer link is a context and the inner one decides. If formatting
+    // read the chain again, the outer link would now decide (its Display changed), the
+    // inner one would not be logged, and `source()` would be called again.
+    let inner = counted(
+        "D1_ERROR: Network connection lost.",
+        "D1_ERROR: Network connection lost.",
+        None,
+    );
+    let error = counted(
+        "loading user 7",
+        "loading user 7 (D1 DB is overloaded. Too many requests queued.)",
+        Some(inner),
+    );
+    let failure = Failure::from_error(&error);
+    assert_eq!(failure.class(), MaybeExecuted);
+    let inner = error.cause.as_deref().expect("the inner link");
+    let walked = (error.sources.get(), inner.sources.get());
+    let (outer_displays, inner_displays) = (error.displays.get(), inner.displays.get());
+
+    let text = failure.to_string();
+
+    assert_eq!(
+        (error.sources.get(), inner.sources.get()),
+        walked,
+        "formatting walked the chain"
+    );
+    assert_eq!(
+        error.displays.get(),
+        outer_displays + 1,
+        "the outer link, once"
+    );
+    assert_eq!(
+        inner.displays.get(),
+        inner_displays + 1,
+        "the deciding link, once"
+    );
+    assert_eq!(
+        text,
+        "loading user 7 (D1 DB is overloaded. Too many requests queued.): \
+         D1_ERROR: Network connection lost."
+    );
+    assert_eq!(failure.class(), MaybeExecuted);
+}
+
+#[test]
+fn formatting_a_failure_twice_reads_the_same_two_links() {
+    let error = counted(
+        "context",
+        "context",
+        Some(counted(
+            "layer",
+            "layer",
+            Some(counted(
+                "Replica disconnected from primary",
+                "Replica disconnected from primary",
+                None,
+            )),
+        )),
+    );
+    let failure = Failure::from_error(&error);
+    let middle = error.cause.as_deref().expect("the middle link");
+    let middle_displays = middle.displays.get();
+    assert_eq!(
+        failure.to_string(),
+        "context: Replica disconnected from primary"
+    );
+    assert_eq!(
+        failure.to_string(),
+        "context: Replica disconnected from primary"
+    );
+    assert_eq!(
+        middle.displays.get(),
+        middle_displays,
+        "a link that decided nothing is not read again"
+    );
+}
+
+#[test]
+fn classifying_allocates_nothing() {
+    let long_prefix = format!(
+        "{}: D1_ERROR: Network connection lost.",
+        "handling a request ".repeat(10)
+    );
+    let messages = [
+        "D1_ERROR: Network connection lost.",
+        "Database error: D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.",
+        "repo failed: D1_EXEC_ERROR: Error in line 1: SELECT ' D1_ERROR: Network connection lost.'",
+        "repo failed: D1_ERROR: Network connection lost.: SQLITE_IOERR",
+        "loading user 7",
+        long_prefix.as_str(),
+    ];
+    let errors: Vec<Js> = messages
+        .iter()
+        .map(|m| js(*m).caused_by(js("Network connection lost.")))
+        .collect();
+    let pieces: Vec<Chunked> = messages.iter().map(|m| chunked(m, 3)).collect();
+    let before = test_support::allocations();
+    for (message, (error, pieces)) in messages.iter().zip(errors.iter().zip(&pieces)) {
+        std::hint::black_box(classify_message(std::hint::black_box(message)));
+        std::hint::black_box(classify(std::hint::black_box(error)));
+        std::hint::black_box(classify(std::hint::black_box(pieces)));
+        std::hint::black_box(Failure::from_error(error).class());
+    }
+    assert_eq!(
+        test_support::allocations() - before,
+        0,
+        "the classifier allocated"
+    );
+    // Guards the assertion above: the allocator counts on this thread.
+    let before = test_support::allocations();
+    std::hint::black_box(Box::new(7));
+    assert!(test_support::allocations() > before);
+}
+
 proptest! {
     #[test]
     fn any_text_is_classified_without_panicking_and_consistently(text in any::<String>(), piece in 1usize..16) {
@@ -748,5 +1085,39 @@ proptest! {
         let outer = format!("{before}SQLITE_{after}");
         let error = js(chunked(&outer, piece).to_string()).caused_by(js("Network connection lost."));
         prop_assert_eq!(classify(&error), Permanent);
+    }
+
+    #[test]
+    fn a_documented_phrase_behind_a_users_text_and_the_marker_decides(
+        index in 0..DOCUMENTED.len(),
+        user in "[a-zA-Z0-9 '\"(),=:/-]{0,200}",
+        separator in prop::sample::select(vec!['.', ',', ';', ':', ' ', '\n', '\r', '\t']),
+        tail in "[a-zA-Z0-9 '\"(),=:/\n-]{0,100}",
+        piece in 1usize..16,
+    ) {
+        let (phrase, class) = DOCUMENTED[index];
+        let message = format!("{user} D1_ERROR: {phrase}{separator}{tail}");
+        prop_assert_eq!(classify_message(&message), class);
+        prop_assert_eq!(classify(&chunked(&message, piece)), class);
+        prop_assert_eq!(classify_display(&message), class);
+    }
+
+    #[test]
+    fn a_sqlite_code_anywhere_makes_a_prefixed_message_permanent(
+        index in 0..DOCUMENTED.len(),
+        user in "[a-zA-Z0-9 ]{0,100}",
+        tail in "[a-zA-Z0-9 .\n]{0,100}",
+        at in 0usize..3,
+        piece in 1usize..16,
+    ) {
+        let (phrase, _) = DOCUMENTED[index];
+        let code = "SQLITE_BUSY";
+        let message = match at {
+            0 => format!("{code} {user} D1_ERROR: {phrase}.{tail}"),
+            1 => format!("{user} D1_ERROR: {phrase}.{tail}{code}"),
+            _ => format!("{user} D1_ERROR: {phrase}. {code}{tail}"),
+        };
+        prop_assert_eq!(classify_message(&message), Permanent);
+        prop_assert_eq!(classify(&chunked(&message, piece)), Permanent);
     }
 }

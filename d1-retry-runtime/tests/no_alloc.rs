@@ -2,10 +2,10 @@
 
 use d1_retry_runtime::Retry;
 
-#[path = "support/counting_alloc.rs"]
-mod counting_alloc;
+use test_support::{CountingAllocator, allocations_of, block_on};
 
-use counting_alloc::{allocations_of, block_on};
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 #[derive(Debug)]
 struct Never;

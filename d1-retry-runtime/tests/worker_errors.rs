@@ -11,6 +11,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use d1_retry_runtime::__private::Failure;
 use d1_retry_runtime::{FailureClass, Retry, RetryPolicy, classify};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
@@ -141,6 +142,87 @@ fn a_transparent_wrapper_of_a_d1_variant_is_read_from_the_javascript_cause() {
         "D1_EXEC_ERROR: Error in line 1: SELECT 'Network connection lost.': no such column",
     ));
     assert_eq!(classify(&echoed), FailureClass::Permanent);
+}
+
+/// A user's error that writes its own prefix in front of the `worker::Error`'s `Display`, as
+/// thiserror's `#[error("Database error: {0}")]` does, and keeps it as its source.
+#[derive(Debug)]
+struct Prefixed(Error);
+
+impl fmt::Display for Prefixed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Database error: {}", self.0)
+    }
+}
+
+impl StdError for Prefixed {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        Some(&self.0)
+    }
+}
+
+#[test]
+fn a_users_prefix_in_front_of_a_worker_error_is_read_behind_the_prefix() {
+    let lost = Prefixed(from_all("Network connection lost."));
+    assert_eq!(
+        lost.to_string(),
+        "Database error: Error: D1_ERROR: Network connection lost."
+    );
+    assert_eq!(classify(&lost), FailureClass::MaybeExecuted);
+    let failure = Failure::from_error(&lost);
+    assert_eq!(
+        failure.to_string(),
+        "Database error: Error: D1_ERROR: Network connection lost."
+    );
+    let cannot_resolve = Prefixed(from_all(
+        "Cannot resolve D1 DB due to transient issue on remote node.",
+    ));
+    assert_eq!(classify(&cannot_resolve), FailureClass::NotExecuted);
+    let unique = Prefixed(from_all(
+        "UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT",
+    ));
+    assert_eq!(classify(&unique), FailureClass::Permanent);
+    let thrown = Prefixed(Error::JsError(
+        "D1_EXEC_ERROR: Error in line 1: SELECT ' D1_ERROR: Network connection lost.'".into(),
+    ));
+    assert_eq!(classify(&thrown), FailureClass::Permanent);
+}
+
+/// A user's error whose `source()` counts how often it is called.
+#[derive(Debug)]
+struct CountingRepo {
+    source: Error,
+    sources: Cell<usize>,
+}
+
+impl fmt::Display for CountingRepo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("loading user 7")
+    }
+}
+
+impl StdError for CountingRepo {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.sources.set(self.sources.get() + 1);
+        Some(&self.source)
+    }
+}
+
+#[test]
+fn a_failure_keeps_the_worker_error_that_decided_and_logs_it_without_walking_again() {
+    let error = CountingRepo {
+        source: from_all("Network connection lost."),
+        sources: Cell::new(0),
+    };
+    let failure = Failure::from_error(&error);
+    assert_eq!(failure.class(), FailureClass::MaybeExecuted);
+    let walked = error.sources.get();
+    assert_eq!(walked, 1);
+    assert_eq!(
+        failure.to_string(),
+        "loading user 7: D1_ERROR: Network connection lost."
+    );
+    assert_eq!(error.sources.get(), walked, "formatting walked the chain");
 }
 
 #[derive(Clone, Default)]

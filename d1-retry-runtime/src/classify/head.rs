@@ -1,14 +1,27 @@
 //! Reading what one error says without allocating: its `Display` is streamed into a
-//! fixed buffer that keeps only the head of the message; past the head, a matcher watches
-//! the rest of the stream for a SQLite result code.
+//! fixed buffer that keeps only the head of the message; past the head, a scan watches the
+//! rest of the stream for a SQLite result code and for D1's part of a message the user's own
+//! error type wrote text in front of.
+//!
+//! Why streaming: formatting an error into a `String` would allocate on every failure, and a
+//! message can be kilobytes of echoed SQL and stack trace; the verdict depends only on its
+//! first bytes, its first line and whether `SQLITE_` occurs, so a few hundred bytes of state
+//! on the stack are enough, and a recognized start stops the formatting early.
 
 use core::fmt;
 
-use super::vocabulary::{HEAD_LEN, SQLITE_CODE, start_class};
+use super::vocabulary::{
+    D1_CODE, D1_PART_SEPARATOR, HEAD_LEN, SQLITE_CODE, d1_part_class, start_class,
+};
 use crate::FailureClass;
 
-/// The class one message decides, if it decides one: a recognized start (transient phrase,
-/// lookalike, permanent D1 code), else a SQLite result code anywhere, else nothing.
+/// The class one message decides, if it decides one, in this order:
+///
+/// 1. a recognized start (transient phrase, lookalike, permanent D1 code), see
+///    [`start_class`];
+/// 2. else a SQLite result code anywhere: [`Permanent`](FailureClass::Permanent);
+/// 3. else D1's part of the message behind the user's own text, see [`d1_part_class`];
+/// 4. else nothing.
 ///
 /// A `Display` that fails by itself decides nothing: its text may be cut anywhere, and a cut
 /// text is not a D1 message.
@@ -21,6 +34,34 @@ pub(super) fn text_class(text: &dyn fmt::Display) -> Option<FailureClass> {
     reader.class()
 }
 
+/// The class of a message held as a `&str`, as [`text_class`] would judge it once it is
+/// turned into a [`FailureClass`] (nothing decided is permanent).
+///
+/// Faster than streaming the same text: the whole message is at hand, so the D1 part and the
+/// SQLite code are found with `str` searches, and only when the verdict depends on them.
+pub(super) fn message_class(message: &str) -> FailureClass {
+    let bytes = message.as_bytes();
+    let head = bytes.get(..HEAD_LEN).unwrap_or(bytes);
+    if let Some(class) = start_class(head, head.len() == bytes.len()) {
+        return class;
+    }
+    let first_line = message.split(['\n', '\r']).next().unwrap_or_default();
+    let Some(at) = first_line.find(D1_CODE) else {
+        return FailureClass::Permanent;
+    };
+    let before = at
+        .checked_sub(1)
+        .and_then(|before| bytes.get(before))
+        .copied();
+    let part = bytes.get(at..).unwrap_or_default();
+    let kept = part.get(..HEAD_LEN).unwrap_or(part);
+    match d1_part_class(before, kept, kept.len() == part.len()) {
+        // A SQLite code anywhere would have decided before the D1 part is read.
+        Some(class) if !message.contains(SQLITE_CODE) => class,
+        _ => FailureClass::Permanent,
+    }
+}
+
 /// A `fmt::Write` that keeps the first [`HEAD_LEN`] bytes, and stops the writer (by
 /// returning `fmt::Error`) as soon as the rest of the text cannot change the verdict.
 struct HeadReader {
@@ -28,10 +69,10 @@ struct HeadReader {
     len: usize,
     /// The verdict of the start, judged once the text outgrows the head. While the text fits
     /// the head, nothing is judged and nothing is scanned: most texts are short, and a
-    /// recognized start makes the scan for a SQLite code pointless.
+    /// recognized start makes the scan pointless.
     start: Option<Option<FailureClass>>,
     /// Fed from the moment the text outgrows the head with an undecided start.
-    sqlite_code: SqliteCodeMatcher,
+    rest: RestScan,
     /// This reader asked the writer to stop; any error the writer returns after that is ours.
     stopped: bool,
 }
@@ -42,7 +83,7 @@ impl HeadReader {
             head: [0; HEAD_LEN],
             len: 0,
             start: None,
-            sqlite_code: SqliteCodeMatcher::default(),
+            rest: RestScan::new(),
             stopped: false,
         }
     }
@@ -53,15 +94,16 @@ impl HeadReader {
 
     /// The whole verdict, once the writer has finished or been stopped.
     fn class(&self) -> Option<FailureClass> {
-        let start = match self.start {
-            Some(start) => start,
-            None => start_class(self.head(), true),
-        };
-        let saw_sqlite_code = match self.start {
-            Some(_) => self.sqlite_code.found(),
-            None => SqliteCodeMatcher::default().feed(self.head()),
-        };
-        start.or(saw_sqlite_code.then_some(FailureClass::Permanent))
+        match self.start {
+            Some(Some(class)) => Some(class),
+            Some(None) => self.rest.class(),
+            // The whole text fits the head: judged at once.
+            None => start_class(self.head(), true).or_else(|| {
+                let mut rest = RestScan::new();
+                rest.feed(self.head());
+                rest.class()
+            }),
+        }
     }
 }
 
@@ -88,20 +130,51 @@ impl fmt::Write for HeadReader {
                 if start.is_none() {
                     // The head was never scanned; the scan starts there.
                     let head = self.head.get(..self.len).unwrap_or_default();
-                    self.sqlite_code.feed(head);
+                    self.rest.feed(head);
                 }
                 start
             }
         };
-        if start.is_some()
-            || self
-                .sqlite_code
-                .feed(bytes.get(taken..).unwrap_or_default())
-        {
+        if start.is_some() || self.rest.feed(bytes.get(taken..).unwrap_or_default()) {
             self.stopped = true;
             return Err(fmt::Error);
         }
         Ok(())
+    }
+}
+
+/// What a message whose start decided nothing may still say, read as it streams by: whether
+/// it holds a SQLite result code, and its D1 part (from the first [`D1_CODE`] on its first
+/// line). Fed with every byte of the message, in order, in pieces of any size.
+struct RestScan {
+    sqlite_code: SqliteCodeMatcher,
+    d1_part: D1PartFinder,
+}
+
+impl RestScan {
+    fn new() -> Self {
+        RestScan {
+            sqlite_code: SqliteCodeMatcher::default(),
+            d1_part: D1PartFinder::new(),
+        }
+    }
+
+    /// Feeds the next bytes; returns whether the verdict is known for sure (a SQLite code was
+    /// seen), so that the rest of the text need not be read.
+    fn feed(&mut self, bytes: &[u8]) -> bool {
+        if self.sqlite_code.found() {
+            return true;
+        }
+        self.d1_part.feed(bytes);
+        self.sqlite_code.feed(bytes)
+    }
+
+    /// The verdict once the whole text has been fed, or the scan has said it is known.
+    fn class(&self) -> Option<FailureClass> {
+        if self.sqlite_code.found() {
+            return Some(FailureClass::Permanent);
+        }
+        self.d1_part.class()
     }
 }
 
@@ -123,14 +196,114 @@ impl SqliteCodeMatcher {
             if self.found() {
                 break;
             }
-            self.matched = if SQLITE_CODE.get(self.matched) == Some(&byte) {
+            self.matched = if SQLITE_CODE.as_bytes().get(self.matched) == Some(&byte) {
                 self.matched + 1
             } else {
                 // Exact because the code's first byte occurs nowhere else in it.
-                usize::from(SQLITE_CODE.first() == Some(&byte))
+                usize::from(SQLITE_CODE.as_bytes().first() == Some(&byte))
             };
         }
         self.found()
+    }
+}
+
+/// Finds the first [`D1_CODE`] on the first line of text that arrives in pieces, and keeps
+/// the [`HEAD_LEN`] bytes that start there: D1's part of a message the user's own error type
+/// wrote text in front of.
+struct D1PartFinder {
+    state: PartState,
+    /// The last byte seen while searching.
+    last: Option<u8>,
+    /// The byte in front of the occurrence being matched (or found).
+    before: Option<u8>,
+    part: [u8; HEAD_LEN],
+    len: usize,
+    /// Bytes came after the part was full: it does not reach the end of the message.
+    cut: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum PartState {
+    /// This many bytes of [`D1_CODE`] matched so far.
+    Searching(usize),
+    /// Found behind a space: keeping its bytes.
+    Keeping,
+    /// The first line ended first, or the code was found behind another byte than a space:
+    /// there is no D1 part that counts, and the rest of the text is ignored.
+    Absent,
+}
+
+impl D1PartFinder {
+    fn new() -> Self {
+        D1PartFinder {
+            state: PartState::Searching(0),
+            last: None,
+            before: None,
+            part: [0; HEAD_LEN],
+            len: 0,
+            cut: false,
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        let mut rest = bytes;
+        while let PartState::Searching(matched) = self.state {
+            let Some((&byte, tail)) = rest.split_first() else {
+                return;
+            };
+            rest = tail;
+            self.state = if byte == b'\n' || byte == b'\r' {
+                PartState::Absent
+            } else if D1_CODE.as_bytes().get(matched) == Some(&byte) {
+                if matched == 0 {
+                    self.before = self.last;
+                }
+                if matched + 1 == D1_CODE.len() {
+                    self.found()
+                } else {
+                    PartState::Searching(matched + 1)
+                }
+            } else if D1_CODE.as_bytes().first() == Some(&byte) {
+                // Exact because the code's first byte occurs nowhere else in it.
+                self.before = self.last;
+                PartState::Searching(1)
+            } else {
+                PartState::Searching(0)
+            };
+            self.last = Some(byte);
+        }
+        if self.state == PartState::Keeping {
+            self.keep(rest);
+        }
+    }
+
+    /// The code was just matched: keep it if it counts.
+    fn found(&mut self) -> PartState {
+        if self.before != Some(D1_PART_SEPARATOR) {
+            return PartState::Absent;
+        }
+        self.keep(D1_CODE.as_bytes());
+        PartState::Keeping
+    }
+
+    fn keep(&mut self, bytes: &[u8]) {
+        let room = self.part.get_mut(self.len..).unwrap_or_default();
+        let taken = room.len().min(bytes.len());
+        if let (Some(into), Some(from)) = (room.get_mut(..taken), bytes.get(..taken)) {
+            into.copy_from_slice(from);
+            self.len += taken;
+        }
+        if taken < bytes.len() {
+            self.cut = true;
+        }
+    }
+
+    fn class(&self) -> Option<FailureClass> {
+        if self.state != PartState::Keeping {
+            return None;
+        }
+        let part = self.part.get(..self.len).unwrap_or_default();
+        d1_part_class(self.before, part, !self.cut)
     }
 }
 
@@ -188,6 +361,93 @@ mod tests {
         let mut reader = HeadReader::new();
         assert!(reader.write_str("no such table: t: SQLITE_ERROR").is_ok());
         assert_eq!(reader.class(), Some(FailureClass::Permanent));
+    }
+
+    /// `text` written into a reader `piece` bytes at a time, as `text_class` reads it.
+    fn streamed(text: &str, piece: usize) -> Option<FailureClass> {
+        let mut reader = HeadReader::new();
+        for chunk in text.as_bytes().chunks(piece) {
+            let chunk = core::str::from_utf8(chunk).unwrap_or_default();
+            if reader.write_str(chunk).is_err() {
+                break;
+            }
+        }
+        reader.class()
+    }
+
+    #[test]
+    fn a_d1_part_is_read_wherever_it_falls_against_the_head() {
+        let longest = "Internal error while starting up D1 DB storage caused object to be reset";
+        for pad in 0..HEAD_LEN + 40 {
+            let prefixed = format!("{}: D1_ERROR: {longest}. more", "a".repeat(pad));
+            for piece in [1, 2, 7, 64, prefixed.len()] {
+                assert_eq!(
+                    streamed(&prefixed, piece),
+                    Some(FailureClass::NotExecuted),
+                    "pad {pad}, piece {piece}"
+                );
+            }
+            assert_eq!(message_class(&prefixed), FailureClass::NotExecuted, "{pad}");
+            // The same part cut one byte short of the phrase's end is not recognized.
+            let cut = format!("{}: D1_ERROR: {longest}X", "a".repeat(pad));
+            assert_eq!(streamed(&cut, 3), None, "pad {pad}");
+            assert_eq!(message_class(&cut), FailureClass::Permanent, "{pad}");
+        }
+    }
+
+    #[test]
+    fn the_d1_part_keeps_head_len_bytes_and_knows_when_it_was_cut() {
+        let stacked = format!("ctx {}Network connection lost", "D1_ERROR: ".repeat(7));
+        let part = stacked.len() - "ctx ".len();
+        assert!(part < HEAD_LEN);
+        assert_eq!(streamed(&stacked, 5), Some(FailureClass::MaybeExecuted));
+        // A phrase ending exactly at the end of the kept bytes must show its end.
+        let filled = format!(
+            "ctx {}Network connection lost{}",
+            "D1_ERROR: ".repeat(7),
+            "x".repeat(HEAD_LEN - part)
+        );
+        assert_eq!(streamed(&filled, 5), None);
+        assert_eq!(message_class(&filled), FailureClass::Permanent);
+    }
+
+    #[test]
+    fn only_the_first_d1_code_on_the_first_line_counts() {
+        for (text, expected) in [
+            (
+                "ctx D1_ERROR: Network connection lost.",
+                Some(FailureClass::MaybeExecuted),
+            ),
+            (
+                "ctx D1_EXEC_ERROR: x D1_ERROR: Network connection lost.",
+                Some(FailureClass::Permanent),
+            ),
+            ("ctx D1_FOO D1_ERROR: Network connection lost.", None),
+            ("ctx D1_ERROR: odd D1_ERROR: Network connection lost.", None),
+            ("ctx:D1_ERROR: Network connection lost.", None),
+            ("ctx 'D1_ERROR: Network connection lost.'", None),
+            ("ctx\n D1_ERROR: Network connection lost.", None),
+            ("ctx\r D1_ERROR: Network connection lost.", None),
+            ("ctx DD1_ERROR: Network connection lost.", None),
+            (
+                "ctx D D1_ERROR: Network connection lost.",
+                Some(FailureClass::MaybeExecuted),
+            ),
+            (
+                "ctx D1_ERROR: Network connection lost.\nSQLITE_ERROR",
+                Some(FailureClass::Permanent),
+            ),
+        ] {
+            for piece in [1, 2, 3, text.len()] {
+                assert_eq!(
+                    streamed(text, piece),
+                    expected,
+                    "{text:?} in {piece}-byte pieces"
+                );
+            }
+            let class = expected.unwrap_or(FailureClass::Permanent);
+            assert_eq!(message_class(text), class, "{text:?}");
+        }
     }
 
     #[test]

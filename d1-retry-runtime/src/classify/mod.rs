@@ -1,17 +1,36 @@
 //! Sorting a failed D1 call into a [`FailureClass`] by what its error says.
 //!
-//! The vocabulary lives in [`vocabulary`], the allocation-free reading of one message in
-//! [`head`], and the log text in [`log_text`]; this file walks cause chains.
+//! D1 tells a caller whether a statement ran only through the text of its error messages,
+//! so the classifier reads texts, and reads them strictly: a retry of a statement that did
+//! run can run a write twice, so anything not recognized for sure is permanent.
+//!
+//! - [`vocabulary`]: the documented messages, the prefixes, the rule for a message's start
+//!   and for D1's part of a message behind the user's own text.
+//! - [`head`]: the allocation-free reading of one message, streamed from its `Display`.
+//! - [`link`]: how one link of a chain is read (by its `Display`, or with the `worker`
+//!   feature, a `worker::Error` from its JavaScript texts, in [`worker_error`]).
+//! - [`log_text`]: the short text that stands for a failure in logs.
+//! - this file: the walk down a `source()` chain, and what a [`Failure`] keeps of it.
+//!
+//! Everything about reading errors lives here, behind the `worker` feature where it needs
+//! the `worker` crate; the `worker` module only runs things inside a Worker, and nothing here
+//! calls into it.
+//!
+//! [`Failure`]: crate::failure::Failure
 
 mod head;
+mod link;
 mod log_text;
 mod vocabulary;
+#[cfg(feature = "worker")]
+mod worker_error;
 
 pub(crate) use vocabulary::PHRASES;
 
 use core::fmt;
 use std::error::Error;
 
+use self::link::Link;
 use crate::FailureClass;
 
 /// How many links of a `source()` chain are read. Real chains are two or three links long;
@@ -24,9 +43,17 @@ const MAX_CHAIN_LEN: usize = 32;
 /// (in any order, stacked at least as deep as `Error: D1_ERROR: Error: D1_ERROR: `), it
 /// must begin with one of the phrases in the table of [`classify`], followed by the end of
 /// the message, punctuation (`.`, `,`, `;`, `:`) or whitespace, so the final period and
-/// any trailing detail are optional. Anything else is
-/// [`Permanent`](FailureClass::Permanent): a phrase quoted further on, in echoed SQL or a
-/// constraint's value, never counts.
+/// any trailing detail are optional.
+///
+/// A message an error type of your own wrote its own text in front of
+/// (`Database error: D1_ERROR: Network connection lost.`) is recognized by D1's part: the
+/// first `D1_` on the message's first line, right after a space, read as if it started the
+/// message. A phrase there counts only behind `D1_ERROR: `, and only if `SQLITE_` occurs
+/// nowhere in the message; rule 3 of [`classify`] has the details.
+///
+/// Anything else is [`Permanent`](FailureClass::Permanent): a phrase quoted further on, in
+/// echoed SQL, a constraint's value or your own text without D1's marker, never counts.
+/// This is exactly the class [`classify`] gives an error with this message and no source.
 ///
 /// ```
 /// use d1_retry_runtime::{classify_message, FailureClass};
@@ -52,13 +79,22 @@ const MAX_CHAIN_LEN: usize = 32;
 ///     ),
 ///     FailureClass::Permanent,
 /// );
+/// // D1's message behind the prefix of a user's error type.
+/// assert_eq!(
+///     classify_message(
+///         "Database error: D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node."
+///     ),
+///     FailureClass::NotExecuted,
+/// );
+/// // Without D1's marker, a phrase inside the user's text is not D1's message.
+/// assert_eq!(
+///     classify_message("retry after Network connection lost."),
+///     FailureClass::Permanent,
+/// );
 /// ```
 #[must_use]
 pub fn classify_message(message: &str) -> FailureClass {
-    // Judge exactly the head `classify` would keep, so both always agree.
-    let bytes = message.as_bytes();
-    let head = bytes.get(..vocabulary::HEAD_LEN).unwrap_or(bytes);
-    vocabulary::start_class(head, head.len() == bytes.len()).unwrap_or(FailureClass::Permanent)
+    head::message_class(message)
 }
 
 /// Classifies an error by its message and the messages of its `source()` chain.
@@ -74,11 +110,23 @@ pub fn classify_message(message: &str) -> FailureClass {
 ///    SQLite result code (`SQLITE_` as in `: SQLITE_CONSTRAINT`) anywhere: the query reached
 ///    SQLite and failed, which is [`Permanent`](FailureClass::Permanent), and deeper links
 ///    are not read. Whatever they say (an echoed value that happens to start with a
-///    transient phrase) cannot make a failed query safe to run again.
+///    transient phrase) cannot make a failed query safe to run again;
+/// 3. or, failing 1 and 2, carries D1's message behind text of the user's own, the most
+///    common error style in Workers code (`Database error: D1_ERROR: Cannot resolve D1 DB
+///    due to transient issue on remote node.`, `repo failed: D1_ERROR: Network connection
+///    lost.`). D1's part starts at the first `D1_` on the first line, and counts only right
+///    after a space. It is read as rule 1 and 2 read a start: `D1_ERROR: ` (and further
+///    prefixes) then a phrase of the table decides that row; a part starting with
+///    `D1_EXEC_ERROR`, `D1_TYPE_ERROR` or `D1_COLUMN_NOTFOUND` is permanent, so SQL it
+///    echoes (even an echoed `D1_ERROR: Network connection lost.`) never counts. Only the
+///    first `D1_` counts; a part that says anything else (`D1_ERROR: UNIQUE constraint
+///    failed`, a bare `D1_ERROR`, `D1_` glued to the user's text) is not recognized.
 ///
 /// Messages that are not recognized (a context such as `loading user 7`, or a bare
 /// `D1_ERROR`, as workers before wrangler 3.1.1 sent, with the detail in its cause) pass
-/// the decision on to their source.
+/// the decision on to their source. A phrase in the user's own text without D1's
+/// `D1_ERROR: ` marker in front of it (`retry after Network connection lost.`) is not
+/// recognized either: only D1's own message is trusted to say whether a statement ran.
 ///
 /// | message (final period optional) | class |
 /// |---|---|
@@ -99,12 +147,18 @@ pub fn classify_message(message: &str) -> FailureClass {
 /// | anything else | not recognized; the next link decides, [`Permanent`](FailureClass::Permanent) if none does |
 ///
 /// Matching is case-sensitive, as D1 writes these messages from fixed strings. A phrase
-/// counts only at the very start of a message, so only on its first line: a stack trace or
-/// echoed SQL that mentions it changes nothing.
+/// counts only at the very start of a message or of D1's part of it, so only on its first
+/// line: a stack trace or echoed SQL that mentions it changes nothing.
 ///
-/// Classifying allocates nothing: each message is written through a fixed buffer that keeps
-/// its first 107 bytes, and a long message stops being formatted as soon as its class is
-/// known.
+/// With the `worker` feature, a `worker::Error` in the chain is read from the JavaScript
+/// message and causes it carries, never by formatting a `D1Error` (whose `Display` panics in
+/// `worker` 0.8.7), and so is the `Display` of a D1 variant forwarded by an error type of
+/// your own (`#[error(transparent)]`).
+///
+/// Classifying allocates nothing (reading a `worker::Error` aside): each message is written
+/// through fixed buffers that keep its first 107 bytes and the first 107 bytes of D1's part,
+/// and a long message stops being formatted as soon as its class is known. A message whose
+/// start decides nothing is read to its end, to look for a SQLite code.
 ///
 /// ```
 /// use std::error::Error;
@@ -132,10 +186,38 @@ pub fn classify_message(message: &str) -> FailureClass {
 ///
 /// let unique = Js("Error: D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT");
 /// assert_eq!(classify(&unique), FailureClass::Permanent);
+///
+/// let prefixed = Js("repo failed: D1_ERROR: Network connection lost.");
+/// assert_eq!(classify(&prefixed), FailureClass::MaybeExecuted);
+/// let prefixed_query_error = Js("repo failed: D1_ERROR: Network connection lost.: SQLITE_IOERR");
+/// assert_eq!(classify(&prefixed_query_error), FailureClass::Permanent);
 /// ```
 #[must_use]
 pub fn classify(error: &(dyn Error + 'static)) -> FailureClass {
-    deciding_link(error).map_or(FailureClass::Permanent, |decision| decision.class)
+    walk(error)
+        .decision
+        .map_or(FailureClass::Permanent, |decision| decision.class)
+}
+
+/// Classifies an error like [`classify`], and keeps what its log text needs: the outermost
+/// link and the link that decided. Formatting the [`ChainText`] later writes those two links
+/// and reads no other, so a chain is walked and classified once per failure.
+pub(crate) fn classify_chain<'e>(
+    error: &'e (dyn Error + 'static),
+) -> (FailureClass, ChainText<'e>) {
+    let walk = walk(error);
+    let class = walk
+        .decision
+        .map_or(FailureClass::Permanent, |decision| decision.class);
+    let decider = walk
+        .decision
+        .filter(|decision| decision.depth > 0)
+        .map(|decision| decision.link);
+    let text = ChainText {
+        outer: walk.outer,
+        decider,
+    };
+    (class, text)
 }
 
 /// Classifies a value that is only `Display` (a `String`, `anyhow`-like errors without a
@@ -144,69 +226,73 @@ pub(crate) fn classify_display(error: &dyn fmt::Display) -> FailureClass {
     head::text_class(error).unwrap_or(FailureClass::Permanent)
 }
 
-/// Writes the text logged as `d1.failure`: the first line of the outermost message and, when
-/// a deeper link decided the class, `: ` and the first line of that link. Stack traces and
-/// long echoed SQL are left out. Never fails unless `f` does, so that formatting a
+/// The text logged as `d1.failure` for a classified chain: the first line of the outermost
+/// message and, when a deeper link decided the class, `: ` and the first line of that link.
+/// Stack traces and long echoed SQL are left out.
+///
+/// It holds the two links [`classify_chain`] found, already read the way their types call
+/// for, so writing it neither walks the chain (`source()`) nor classifies anything again.
+/// Writing never fails unless the formatter does, so that formatting a
 /// [`Failure`](crate::failure::Failure) cannot panic.
-pub(crate) fn write_error_text(
-    error: &(dyn Error + 'static),
-    f: &mut fmt::Formatter<'_>,
-) -> fmt::Result {
-    let outer_len = write_link(error, f)?;
-    if let Some(decision) = deciding_link(error)
-        && decision.depth > 0
-    {
-        if outer_len > 0 {
-            f.write_str(": ")?;
+#[derive(Clone, Copy)]
+pub(crate) struct ChainText<'e> {
+    outer: Link<'e>,
+    /// The link that decided the class, when it is not the outermost one.
+    decider: Option<Link<'e>>,
+}
+
+impl fmt::Display for ChainText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let outer_len = self.outer.write_first_line(f)?;
+        if let Some(decider) = self.decider {
+            if outer_len > 0 {
+                f.write_str(": ")?;
+            }
+            decider.write_first_line(f)?;
         }
-        write_link(decision.link, f)?;
+        Ok(())
     }
-    Ok(())
+}
+
+/// What one walk down a chain found.
+struct Walk<'e> {
+    /// The outermost link, as read.
+    outer: Link<'e>,
+    decision: Option<Decision<'e>>,
 }
 
 /// The link of a chain whose message decided its class.
+#[derive(Clone, Copy)]
 struct Decision<'e> {
-    link: &'e (dyn Error + 'static),
+    link: Link<'e>,
     /// 0 for the outermost error.
     depth: usize,
     class: FailureClass,
 }
 
-fn deciding_link<'e>(error: &'e (dyn Error + 'static)) -> Option<Decision<'e>> {
-    let mut link = error;
+/// Reads the links of a chain, outermost first, until one decides. Every link is read
+/// through [`Link`] and nowhere else, so the classifier and the log text see each link the
+/// same way.
+fn walk<'e>(error: &'e (dyn Error + 'static)) -> Walk<'e> {
+    let outer = Link::of(error);
+    let mut link = outer;
     for depth in 0..MAX_CHAIN_LEN {
-        if let Some(class) = link_class(link) {
-            return Some(Decision { link, depth, class });
+        if let Some(class) = link.class() {
+            let decision = Decision { link, depth, class };
+            return Walk {
+                outer,
+                decision: Some(decision),
+            };
         }
-        link = link.source()?;
+        match link.error().source() {
+            Some(source) => link = Link::of(source),
+            None => break,
+        }
     }
-    None
-}
-
-/// What one link of a chain says about the failure, if anything. The chain walk reads every
-/// link through here and nowhere else.
-fn link_class(link: &(dyn Error + 'static)) -> Option<FailureClass> {
-    // A `worker::Error` is read from the JavaScript texts it carries: its D1 variant must
-    // never be formatted (`D1Error`'s `Display` panics in worker 0.8.7).
-    #[cfg(feature = "worker")]
-    if let Some(verdict) = crate::worker::link_class(link, head::text_class) {
-        return verdict;
+    Walk {
+        outer,
+        decision: None,
     }
-    head::text_class(&link)
-}
-
-/// Writes one link for the log text and returns how many bytes it wrote. The log text
-/// writes links through here and nowhere else.
-fn write_link(
-    link: &(dyn Error + 'static),
-    f: &mut fmt::Formatter<'_>,
-) -> Result<usize, fmt::Error> {
-    // As in `link_class`: a `worker::Error` is written from its JavaScript texts.
-    #[cfg(feature = "worker")]
-    if let Some(text) = crate::worker::link_text(link) {
-        return log_text::write_first_line(&text, f);
-    }
-    log_text::write_first_line(&link, f)
 }
 
 #[cfg(test)]
@@ -228,12 +314,8 @@ mod tests {
         }
     }
 
-    struct LogText<'e>(&'e (dyn Error + 'static));
-
-    impl fmt::Display for LogText<'_> {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            write_error_text(self.0, f)
-        }
+    fn log_text(error: &(dyn Error + 'static)) -> String {
+        classify_chain(error).1.to_string()
     }
 
     fn chain(messages: &[&'static str]) -> Message {
@@ -249,7 +331,7 @@ mod tests {
     #[test]
     fn the_deciding_link_is_found_with_its_depth() {
         let error = chain(&["loading user", "D1_ERROR", "Network connection lost."]);
-        let decision = deciding_link(&error);
+        let decision = walk(&error).decision;
         assert!(matches!(
             decision,
             Some(Decision {
@@ -259,18 +341,32 @@ mod tests {
             })
         ));
         assert_eq!(
-            decision.map(|d| d.link.to_string()),
+            decision.map(|d| d.link.error().to_string()),
             Some("Network connection lost.".to_owned())
         );
     }
 
     #[test]
+    fn the_chain_text_keeps_the_outer_and_the_deciding_link_only() {
+        let error = chain(&["loading user", "D1_ERROR", "Network connection lost."]);
+        let (class, text) = classify_chain(&error);
+        assert_eq!(class, FailureClass::MaybeExecuted);
+        assert_eq!(text.outer.error().to_string(), "loading user");
+        assert_eq!(
+            text.decider.map(|link| link.error().to_string()),
+            Some("Network connection lost.".to_owned())
+        );
+        let outer = chain(&["Network connection lost.", "x"]);
+        assert!(classify_chain(&outer).1.decider.is_none());
+        let undecided = chain(&["loading user", "odd"]);
+        let (_, undecided) = classify_chain(&undecided);
+        assert!(undecided.decider.is_none());
+    }
+
+    #[test]
     fn log_text_is_the_outer_line_and_the_deciding_line() {
         let error = chain(&["loading user 7\n  at query", "Network connection lost."]);
-        assert_eq!(
-            LogText(&error).to_string(),
-            "loading user 7: Network connection lost."
-        );
+        assert_eq!(log_text(&error), "loading user 7: Network connection lost.");
     }
 
     #[test]
@@ -280,7 +376,7 @@ mod tests {
             "UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT",
         ]);
         assert_eq!(
-            LogText(&error).to_string(),
+            log_text(&error),
             "Error: D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT"
         );
     }
@@ -289,7 +385,7 @@ mod tests {
     fn log_text_skips_the_separator_after_an_empty_outer_message() {
         let error = chain(&["", "D1 DB reset because its code was updated."]);
         assert_eq!(
-            LogText(&error).to_string(),
+            log_text(&error),
             "D1 DB reset because its code was updated."
         );
     }
@@ -297,7 +393,7 @@ mod tests {
     #[test]
     fn log_text_without_a_deciding_link_is_the_outer_line() {
         let error = chain(&["loading user 7", "something odd"]);
-        assert_eq!(LogText(&error).to_string(), "loading user 7");
+        assert_eq!(log_text(&error), "loading user 7");
     }
 
     #[test]
@@ -306,15 +402,12 @@ mod tests {
             "Error: Network connection lost.\n    at worker.js:1:1",
             None,
         );
-        assert_eq!(
-            LogText(&error).to_string(),
-            "Error: Network connection lost."
-        );
+        assert_eq!(log_text(&error), "Error: Network connection lost.");
         let crlf = Message("first\r\nsecond", None);
-        assert_eq!(LogText(&crlf).to_string(), "first");
+        assert_eq!(log_text(&crlf), "first");
 
         let long: &'static str = "é".repeat(200).leak();
-        let text = LogText(&Message(long, None)).to_string();
+        let text = log_text(&Message(long, None));
         assert_eq!(text, format!("{}…", "é".repeat(128)));
     }
 }

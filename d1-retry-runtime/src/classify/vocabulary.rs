@@ -1,8 +1,11 @@
-//! The D1 messages d1-retry recognizes, and how the start of a message is matched against them.
+//! The D1 messages d1-retry recognizes, and how the start of a message, or D1's part of a
+//! message behind the user's own text, is matched against them.
 //!
 //! Matching is byte for byte and case-sensitive: D1 writes these messages from fixed strings,
 //! so a differently cased or reworded text is not one of them, and "not recognized" means
-//! permanent.
+//! permanent. Matching anchors at a start (of the message, or of D1's part, found by its
+//! `D1_` code) rather than searching for phrases anywhere, because D1 and SQLite echo the
+//! user's SQL and values: a phrase found further on may be quoted text.
 
 use crate::FailureClass;
 
@@ -77,7 +80,7 @@ const PERMANENT_CODES: [&[u8]; 3] = [b"D1_EXEC_ERROR", b"D1_TYPE_ERROR", b"D1_CO
 /// The start of a SQLite result code (`SQLITE_CONSTRAINT`, `SQLITE_ERROR`, ...). D1 appends one
 /// to every error SQLite raised, so anywhere in a message it means the query reached SQLite
 /// and SQLite refused it.
-pub(super) const SQLITE_CODE: &[u8] = b"SQLITE_";
+pub(super) const SQLITE_CODE: &str = "SQLITE_";
 
 /// How many leading bytes of a message decide its start: room for the longest stack of
 /// prefixes it is sure to see through, `Error: D1_ERROR: Error: D1_ERROR: ` (a JavaScript
@@ -103,6 +106,38 @@ pub(super) fn start_class(head: &[u8], complete: bool) -> Option<FailureClass> {
         return Some(FailureClass::Permanent);
     }
     None
+}
+
+/// Where a D1 code starts (`D1_ERROR`, `D1_EXEC_ERROR`, ...). The first occurrence on a
+/// message's first line is where D1's part of a message begins when an error type of the
+/// user's own puts its own text in front of it (`Database error: D1_ERROR: ...`).
+pub(super) const D1_CODE: &str = "D1_";
+
+/// The byte that must come right before a D1 part behind the user's own text for the part to
+/// count: the space of `Database error: D1_ERROR: ...` or `repo failed - D1_ERROR: ...`.
+/// Quotes, brackets or letters glued to the code are more likely quoting than wrapping.
+pub(super) const D1_PART_SEPARATOR: u8 = b' ';
+
+/// The class the D1 part of a message decides, if any, judged exactly like the start of a
+/// message ([`start_class`]).
+///
+/// `before` is the byte in front of the part (`None` at the start of the message): only a
+/// part behind a space counts. `part` starts at the message's first [`D1_CODE`] (on its first
+/// line) and holds at most [`HEAD_LEN`] bytes; `complete` says whether it reaches the end of
+/// the message.
+///
+/// The caller still owes a check the start of a message does not need: a message with a
+/// SQLite result code anywhere is [`Permanent`](FailureClass::Permanent), whatever its D1 part
+/// says. Behind text of the user's own, a phrase is less sure to be D1's own message.
+pub(super) fn d1_part_class(
+    before: Option<u8>,
+    part: &[u8],
+    complete: bool,
+) -> Option<FailureClass> {
+    if before != Some(D1_PART_SEPARATOR) {
+        return None;
+    }
+    start_class(part, complete)
 }
 
 fn strip_prefixes(mut message: &[u8]) -> &[u8] {
@@ -182,7 +217,10 @@ mod tests {
     fn sqlite_code_starts_with_a_byte_it_never_repeats() {
         // The streaming matcher in `head` restarts only on this byte after a mismatch,
         // which is exact only if the first byte occurs nowhere else in the pattern.
-        let (first, rest) = SQLITE_CODE.split_first().unwrap_or((&0, &[]));
-        assert!(!rest.contains(first));
+        // The same holds for the D1 code and `head`'s D1 part finder.
+        for code in [SQLITE_CODE, D1_CODE] {
+            let (first, rest) = code.as_bytes().split_first().unwrap_or((&0, &[]));
+            assert!(!rest.contains(first), "{code}");
+        }
     }
 }

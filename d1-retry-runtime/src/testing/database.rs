@@ -1,4 +1,8 @@
-//! The local D1: a SQLite connection behind D1's call shapes, with a fault plan in front.
+//! The local D1: a SQLite connection behind D1's call shapes, with a fault plan in front
+//! and a journal behind.
+//!
+//! Every call goes through one function, `D1Database::call`, so that the fault plan,
+//! the journal, the counts and the session bookmarks see every kind of call the same way.
 
 use core::fmt;
 use std::path::Path;
@@ -6,9 +10,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rusqlite::Connection;
 
-use super::error::sqlite_detail;
+use super::execute::{Output, Produced, execute, may_write};
+use super::session::SessionLink;
 use super::{
-    CallInfo, D1ExecResult, D1PreparedStatement, D1Result, Error, Fault, FaultPlan, Message,
+    Call, CallInfo, D1ExecResult, D1PreparedStatement, D1Result, Error, Fault, FaultPlan,
     Operation, Timing, Value,
 };
 
@@ -51,13 +56,15 @@ struct State {
     faults: FaultPlan,
     journal: Vec<Call>,
     stats: Stats,
+    /// How many calls that may have written have run: the state session bookmarks name.
+    version: u64,
 }
 
 /// Counts of what happened on a [`D1Database`] since it was opened.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Calls made (`first`, `all`, `run`, `raw`, `batch`, `exec`).
+    /// Calls made (`first`, `all`, `run`, `raw`, `batch`, `exec`, `dump`).
     pub calls: u64,
     /// Calls failed by the fault plan before the statement ran.
     pub injected_before: u64,
@@ -65,45 +72,6 @@ pub struct Stats {
     pub injected_after: u64,
     /// Calls that failed on their own (constraint, syntax, ...), without a fault.
     pub sql_errors: u64,
-}
-
-/// One call as the journal recorded it.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Call {
-    /// The call's number on this database, from 0.
-    pub index: u64,
-    /// The kind of call.
-    pub operation: Operation,
-    /// The SQL of each statement (several for a batch), with its parameters.
-    pub statements: Vec<(String, Vec<Value>)>,
-    /// The failure the fault plan injected, if any.
-    pub injected: Option<(Message, Timing)>,
-    /// Whether the call's changes are in the database (for `exec`: at least one line's).
-    pub executed: bool,
-    /// The message of the error the caller got, if any.
-    pub error: Option<String>,
-}
-
-/// The rows of one statement.
-pub(crate) struct Output {
-    pub(crate) columns: Vec<String>,
-    pub(crate) rows: Vec<Vec<Value>>,
-    pub(crate) changes: usize,
-    pub(crate) last_row_id: i64,
-}
-
-impl Output {
-    pub(crate) fn into_result(self) -> D1Result {
-        D1Result::new(self.columns, self.rows, self.changes, self.last_row_id)
-    }
-}
-
-/// What a call produced before any injected failure replaced it: the rows of each
-/// statement, or for `exec`, the number of lines run.
-struct Produced {
-    outputs: Vec<Output>,
-    lines: u32,
 }
 
 impl D1Database {
@@ -138,14 +106,16 @@ impl D1Database {
                 faults: FaultPlan::new(),
                 journal: Vec::new(),
                 stats: Stats::default(),
+                version: 0,
             })),
         }
     }
 
     /// A statement for `query`, as `worker::D1Database::prepare`. Nothing runs until
-    /// `first`, `all`, `run` or `raw` is awaited, or the statement is part of a `batch`.
+    /// `first`, `all`, `run` or `raw` is awaited (or the statement itself), or the
+    /// statement is part of a `batch`.
     pub fn prepare<T: Into<String>>(&self, query: T) -> D1PreparedStatement {
-        D1PreparedStatement::new(self.clone(), query.into())
+        D1PreparedStatement::new(self.clone(), query.into(), None)
     }
 
     /// Runs `statements` in one transaction: all of them are committed, or none.
@@ -157,11 +127,20 @@ impl D1Database {
         &self,
         statements: Vec<D1PreparedStatement>,
     ) -> Result<Vec<D1Result>, Error> {
+        self.run_batch(&statements, None)
+    }
+
+    /// A batch, in `session` if any.
+    pub(crate) fn run_batch(
+        &self,
+        statements: &[D1PreparedStatement],
+        session: Option<&SessionLink>,
+    ) -> Result<Vec<D1Result>, Error> {
         let parts: Vec<(&str, &[Value])> = statements
             .iter()
             .map(|statement| (statement.sql(), statement.params()))
             .collect();
-        let produced = self.call(Operation::Batch, &parts)?;
+        let produced = self.call(Operation::Batch, &parts, session)?;
         Ok(produced
             .outputs
             .into_iter()
@@ -176,8 +155,22 @@ impl D1Database {
     ///
     /// `D1_EXEC_ERROR: Error in line N: <line>: <SQLite message>`, or an injected fault.
     pub async fn exec(&self, query: &str) -> Result<D1ExecResult, Error> {
-        let produced = self.call(Operation::Exec, &[(query, &[])])?;
+        let produced = self.call(Operation::Exec, &[(query, &[])], None)?;
         Ok(D1ExecResult::new(produced.lines))
+    }
+
+    /// The whole database as the bytes of one SQLite file, as `worker::D1Database::dump`.
+    ///
+    /// The file is a compacted copy (`VACUUM INTO`), not the live file byte for byte: the
+    /// same schema and rows, readable by any SQLite (write it out and open it). A dump is a
+    /// call like the others: the fault plan sees it as [`Operation::Dump`], and the
+    /// journal records it, with no statements.
+    ///
+    /// # Errors
+    ///
+    /// An injected fault, or `D1_ERROR: dump failed: ...` when the copy cannot be made.
+    pub async fn dump(&self) -> Result<Vec<u8>, Error> {
+        Ok(self.call(Operation::Dump, &[], None)?.file)
     }
 
     /// Replaces the fault plan.
@@ -231,29 +224,38 @@ impl D1Database {
         f(&self.lock().connection)
     }
 
+    /// The state bookmarks name now.
+    pub(crate) fn version(&self) -> u64 {
+        self.lock().version
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A test that panicked elsewhere must not make every later call panic too.
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// One statement of `first`/`all`/`run`/`raw`.
+    /// One statement of `first`/`all`/`run`/`raw`, in `session` if any.
     pub(crate) fn call_one(
         &self,
         operation: Operation,
         sql: &str,
         params: &[Value],
+        session: Option<&SessionLink>,
     ) -> Result<Output, Error> {
-        self.call(operation, &[(sql, params)])?
+        self.call(operation, &[(sql, params)], session)?
             .outputs
             .into_iter()
             .next()
             .ok_or_else(|| Error::d1("No SQL statements detected.".to_owned()))
     }
 
+    /// Every call: asks the fault plan, runs the SQL (or not), moves the bookmarks, and
+    /// records what happened.
     fn call(
         &self,
         operation: Operation,
         statements: &[(&str, &[Value])],
+        session: Option<&SessionLink>,
     ) -> Result<Produced, Error> {
         let mut guard = self.lock();
         let state = &mut *guard;
@@ -264,6 +266,7 @@ impl D1Database {
             index,
             operation,
             sql: &sql,
+            session: session.is_some(),
         });
         let (result, executed) = match fault {
             Some((message, timing)) => {
@@ -278,7 +281,7 @@ impl D1Database {
                     Timing::BeforeExecution => state.stats.injected_before += 1,
                     Timing::AfterExecution => state.stats.injected_after += 1,
                 }
-                let error = Error::injected_fault(render(message, index), timing);
+                let error = Error::injected_fault(message.render(index), timing);
                 (Err(error), executed)
             }
             None => match execute(&mut state.connection, operation, statements) {
@@ -292,6 +295,13 @@ impl D1Database {
                 }
             },
         };
+        if executed && may_write(operation, statements) {
+            state.version += 1;
+        }
+        if let (Ok(_), Some(session)) = (&result, session) {
+            // A failed call brings no bookmark back, as in D1.
+            session.saw(state.version);
+        }
         state.journal.push(Call {
             index,
             operation,
@@ -299,6 +309,7 @@ impl D1Database {
                 .iter()
                 .map(|(sql, params)| ((*sql).to_owned(), params.to_vec()))
                 .collect(),
+            session: session.is_some(),
             injected: fault,
             executed,
             error: result.as_ref().err().map(|e| e.message().to_owned()),
@@ -314,139 +325,5 @@ impl fmt::Debug for D1Database {
             .field("stats", &state.stats)
             .field("rules", &state.faults.len())
             .finish_non_exhaustive()
-    }
-}
-
-/// The text of an injected message; an internal error gets a reference id, derived from the
-/// call number so that a seeded run prints the same ids every time.
-pub(crate) fn render(message: Message, index: u64) -> String {
-    match message {
-        Message::InternalError => {
-            // Multiplying by an odd constant is a bijection on u64 that scatters consecutive
-            // call numbers, so every call gets its own id, and the ids do not look sequential.
-            let mut x = index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let mut id = String::with_capacity(13);
-            // 13 base-36 digits hold any u64.
-            for _ in 0..13 {
-                let digit = u32::try_from(x % 36).unwrap_or(0);
-                id.push(char::from_digit(digit, 36).unwrap_or('0'));
-                x /= 36;
-            }
-            format!("{}{id}", message.text())
-        }
-        other => other.text().to_owned(),
-    }
-}
-
-/// Runs the call's SQL. On failure, also says whether something was committed anyway
-/// (earlier lines of an `exec`).
-fn execute(
-    connection: &mut Connection,
-    operation: Operation,
-    statements: &[(&str, &[Value])],
-) -> Result<Produced, (Error, bool)> {
-    match operation {
-        Operation::Exec => {
-            let mut count = 0u32;
-            let query = statements.first().map_or("", |(sql, _)| *sql);
-            for (number, line) in query.split('\n').enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                if let Err(e) = connection.execute_batch(line) {
-                    return Err((Error::exec(number + 1, line, sqlite_detail(&e)), count > 0));
-                }
-                count = count.saturating_add(1);
-            }
-            Ok(Produced {
-                outputs: Vec::new(),
-                lines: count,
-            })
-        }
-        Operation::Batch => {
-            let transaction = connection
-                .transaction()
-                .map_err(|e| (Error::d1(sqlite_detail(&e)), false))?;
-            let mut outputs = Vec::with_capacity(statements.len());
-            for (sql, params) in statements {
-                // Dropping the transaction on the way out rolls every statement back.
-                outputs.push(run_statement(&transaction, sql, params).map_err(|e| (e, false))?);
-            }
-            transaction
-                .commit()
-                .map_err(|e| (Error::d1(sqlite_detail(&e)), false))?;
-            Ok(Produced { outputs, lines: 0 })
-        }
-        Operation::First | Operation::All | Operation::Run | Operation::Raw => {
-            let mut outputs = Vec::with_capacity(1);
-            for (sql, params) in statements {
-                outputs.push(run_statement(connection, sql, params).map_err(|e| (e, false))?);
-            }
-            Ok(Produced { outputs, lines: 0 })
-        }
-    }
-}
-
-/// One statement, run to completion: SQLite makes it atomic on its own.
-fn run_statement(connection: &Connection, sql: &str, params: &[Value]) -> Result<Output, Error> {
-    if sql.trim().is_empty() {
-        return Err(Error::d1("No SQL statements detected.".to_owned()));
-    }
-    let sqlite = |e: rusqlite::Error| Error::d1(sqlite_detail(&e));
-    let mut statement = connection.prepare(sql).map_err(sqlite)?;
-    if statement.parameter_count() != params.len() {
-        return Err(Error::d1(
-            "Wrong number of parameter bindings for SQL query.".to_owned(),
-        ));
-    }
-    let columns: Vec<String> = statement
-        .column_names()
-        .into_iter()
-        .map(str::to_owned)
-        .collect();
-    let before = connection.total_changes();
-    let mut rows = Vec::new();
-    {
-        let mut cursor = statement
-            .query(rusqlite::params_from_iter(params))
-            .map_err(sqlite)?;
-        while let Some(row) = cursor.next().map_err(sqlite)? {
-            let mut values = Vec::with_capacity(columns.len());
-            for i in 0..columns.len() {
-                values.push(Value::from(row.get_ref(i).map_err(sqlite)?));
-            }
-            rows.push(values);
-        }
-    }
-    let changed = connection.total_changes() > before;
-    let changes = if changed {
-        usize::try_from(connection.changes()).unwrap_or(usize::MAX)
-    } else {
-        0
-    };
-    Ok(Output {
-        columns,
-        rows,
-        changes,
-        last_row_id: connection.last_insert_rowid(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn internal_error_references_are_stable_and_distinct() {
-        let a = render(Message::InternalError, 1);
-        assert_eq!(a, render(Message::InternalError, 1));
-        assert_ne!(a, render(Message::InternalError, 2));
-        let id = a.strip_prefix("internal error; reference = ").unwrap();
-        assert_eq!(id.len(), 13);
-        assert!(
-            id.bytes()
-                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
-        );
-        assert_eq!(render(Message::CpuLimit, 1), Message::CpuLimit.text());
     }
 }

@@ -2,8 +2,8 @@
 
 use core::fmt;
 
-use super::Timing;
 use super::value::DeError;
+use super::{Timing, Value};
 
 /// A failed call on the local D1, shaped like the errors a Worker sees.
 ///
@@ -120,6 +120,39 @@ impl Error {
             cause: None,
             injected: None,
         }
+    }
+}
+
+/// An error of the repository's own, as `worker::Error::RustError`: the text alone, no
+/// cause. `Err("no such user".into())` compiles against both.
+impl From<&str> for Error {
+    fn from(message: &str) -> Self {
+        Error::from(message.to_owned())
+    }
+}
+
+/// As `From<&str>`.
+impl From<String> for Error {
+    fn from(message: String) -> Self {
+        Error {
+            message,
+            cause: None,
+            injected: None,
+        }
+    }
+}
+
+/// A thrown JS value, as `worker`'s `From<JsValue>`: its text (`null` for `NULL`). For
+/// code such as `exec_result.count().map_err(Error::from)`.
+impl From<Value> for Error {
+    fn from(value: Value) -> Self {
+        Error::from(match value {
+            Value::Null => "null".to_owned(),
+            Value::Integer(n) => n.to_string(),
+            Value::Real(x) => x.to_string(),
+            Value::Text(text) => text,
+            Value::Blob(bytes) => format!("{bytes:?}"),
+        })
     }
 }
 
@@ -340,6 +373,16 @@ mod tests {
         let e = Error::column_not_found("n");
         assert_eq!(e.to_string(), "D1_COLUMN_NOTFOUND: Column not found (n)");
         assert_eq!(e.cause(), Some("Column not found"));
+        let e = Error::from("no such user");
+        assert_eq!(e.to_string(), "no such user");
+        assert_eq!((e.cause(), e.injected()), (None, None));
+        assert!(std::error::Error::source(&e).is_none());
+        assert_eq!(Error::from(String::from("s")).message(), "s");
+        assert_eq!(Error::from(Value::Null).message(), "null");
+        assert_eq!(Error::from(Value::Integer(3)).message(), "3");
+        assert_eq!(Error::from(Value::Real(0.5)).message(), "0.5");
+        assert_eq!(Error::from(Value::from("t")).message(), "t");
+        assert_eq!(Error::from(Value::Blob(vec![1])).message(), "[1]");
         let e = Error::exec(2, "INSERT INTO t VALUES (1)", "x: SQLITE_ERROR".into());
         assert_eq!(
             e.to_string(),

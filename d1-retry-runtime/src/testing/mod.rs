@@ -4,10 +4,15 @@
 //! `[dev-dependencies]`). It lets you test your own `#[d1_retry]` repositories natively,
 //! with `cargo test`, without wrangler or a Worker:
 //!
-//! - [`D1Database`] has the call shapes of `worker::D1Database` that a repository uses:
-//!   `prepare(sql).bind(&[..])?` then `first`, `all`, `run` or `raw`; `batch` (atomic) and
-//!   `exec`. Rows are read with serde, as in `worker`. The statements run on a real SQLite
-//!   (bundled), so constraints, syntax errors and transactions behave for real.
+//! - [`D1Database`] has the D1 API of `worker` 0.8.7 that a repository calls, with the
+//!   same names and signatures, so one repository module compiles against both (below):
+//!   `prepare(sql)`, then `bind(&[..])?` (with [`JsValue`]s built by `.into()`,
+//!   `JsValue::from_f64`, `JsValue::NULL`...) or `bind_refs` (with [`D1Type`]s), then
+//!   `first`, `all`, `run`, `raw`, `raw_js_value`, or `.await` on the statement itself;
+//!   `batch` (atomic), `exec` (line by line), `dump`, and `with_session` with its
+//!   bookmarks ([`D1DatabaseSession`]). Rows are read with serde, by the rules of
+//!   `serde_wasm_bindgen`. The statements run on a real SQLite (bundled), so constraints,
+//!   syntax errors and transactions behave for real.
 //! - Errors have D1's shapes ([`Error`]): `D1_ERROR: UNIQUE constraint failed: users.email:
 //!   SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_UNIQUE)`, with the detail as the
 //!   `source()`, like the JS `cause`.
@@ -15,8 +20,8 @@
 //!   [`Message`], and when: [`Timing::BeforeExecution`] (nothing changes) or
 //!   [`Timing::AfterExecution`] (the change is committed and the caller still gets the
 //!   error, the case where retrying a write would run it twice). Rules pick calls by
-//!   count, operation, SQL text, seeded probability, or a scripted timeline on a [`Clock`]
-//!   you provide (tokio's paused clock works).
+//!   [`Operation`] (every kind of call above), SQL text, count, seeded probability, or a
+//!   scripted timeline on a [`Clock`] you provide (tokio's paused clock works).
 //! - A journal records every call ([`D1Database::calls`]), and
 //!   [`D1Database::with_connection`] reads the database behind the kit's back, so a test
 //!   can check what really happened.
@@ -24,63 +29,79 @@
 //! This is how d1-retry tests itself: its chaos suite runs tens of thousands of calls
 //! through it and checks, against the SQLite file, that no write ever ran twice.
 //!
-//! # A repository, tested through failures
+//! # One repository, two targets
 //!
-//! Write the repository against the database type of your build (a type alias, a generic
-//! parameter, or `cfg(test)`); the body is the same code as against `worker::D1Database`.
-//! `#[d1_retry]` on its methods expands to the same [`Retry`](crate::Retry) loop used
-//! here by hand.
+//! Write the repository once, against the names both APIs share, and let one pair of
+//! `use`s pick the target: `worker` on `wasm32`, this kit natively. The error type is
+//! aliased the same way, so signatures read `Result<T>` on both. `#[d1_retry]` on the
+//! methods expands to the same [`Retry`](crate::Retry) loop written here by hand, and
+//! behaves the same against either database.
 //!
 //! ```
-//! use d1_retry_runtime::Retry;
-//! use d1_retry_runtime::testing::{D1Database, Error, Fault, Message, Operation};
+//! # extern crate d1_retry_runtime as d1_retry;
+//! #[cfg(target_arch = "wasm32")]
+//! use worker::{D1Database, D1Type, Error, wasm_bindgen::JsValue};
+//! #[cfg(not(target_arch = "wasm32"))]
+//! use d1_retry::testing::{D1Database, D1Type, Error, JsValue};
+//!
+//! /// `worker::Result` on a Worker, the kit's error natively.
+//! pub type Result<T, E = Error> = core::result::Result<T, E>;
+//!
+//! use d1_retry::Retry;
 //!
 //! #[derive(serde::Deserialize, Debug, PartialEq)]
-//! struct User {
+//! pub struct User {
 //!     id: i64,
 //!     name: String,
 //! }
 //!
-//! struct UserRepo {
+//! pub struct UserRepo {
 //!     db: D1Database,
 //! }
 //!
 //! impl UserRepo {
-//!     async fn find(&self, id: i64) -> Result<Option<User>, Error> {
+//!     pub async fn find(&self, id: i64) -> Result<Option<User>> {
 //!         Retry::new("UserRepo::find")
 //!             .read_only(true)
 //!             .run(|| async {
 //!                 self.db
 //!                     .prepare("SELECT id, name FROM users WHERE id = ?1")
-//!                     .bind(&[id.into()])?
+//!                     // D1 takes JS numbers, not BigInts: no `i64::into()` here.
+//!                     .bind(&[JsValue::from_f64(id as f64)])?
 //!                     .first(None)
 //!                     .await
 //!             })
 //!             .await
 //!     }
 //!
-//!     async fn add(&self, name: &str) -> Result<(), Error> {
+//!     pub async fn add(&self, name: &str) -> Result<i64> {
 //!         Retry::new("UserRepo::add")
 //!             .run(|| async {
-//!                 self.db
+//!                 let result = self
+//!                     .db
 //!                     .prepare("INSERT INTO users (name) VALUES (?1)")
-//!                     .bind(&[name.into()])?
+//!                     .bind_refs(&D1Type::Text(name))?
 //!                     .run()
-//!                     .await
-//!                     .map(|_| ())
+//!                     .await?;
+//!                 let meta = result.meta()?;
+//!                 meta.and_then(|meta| meta.last_row_id)
+//!                     .ok_or_else(|| "D1 did not report the new row's id".into())
 //!             })
 //!             .await
 //!     }
 //! }
 //!
+//! # #[cfg(not(target_arch = "wasm32"))]
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
-//! # async fn main() -> Result<(), Error> {
+//! # async fn main() -> Result<()> {
+//! use d1_retry::testing::{Fault, Message, Operation};
+//!
 //! let db = D1Database::open_in_memory()?;
 //! db.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL)").await?;
 //! let repo = UserRepo { db: db.clone() };
 //!
 //! // D1 drops the connection twice on reads: the read is retried and succeeds.
-//! repo.add("ada").await?;
+//! assert_eq!(repo.add("ada").await?, 1);
 //! db.add_fault(Fault::new(Message::NetworkConnectionLost).on(Operation::First).times(2));
 //! let user = repo.find(1).await?;
 //! assert_eq!(user, Some(User { id: 1, name: "ada".into() }));
@@ -93,8 +114,15 @@
 //!     c.query_row("SELECT count(*) FROM users WHERE name = 'grace'", [], |row| row.get(0))
 //! }).unwrap();
 //! assert_eq!(graces, 1); // committed once, never twice
+//! assert_eq!(db.calls().len(), 1 + 3 + 1); // add; find twice failed, then answered; add
 //! # Ok(()) }
+//! # #[cfg(target_arch = "wasm32")]
+//! # fn main() {}
 //! ```
+//!
+//! Where the two APIs cannot agree, the kit says so in the item's docs: `raw_js_value`
+//! returns rows of values instead of JS arrays, and `i64::into()` makes an `INTEGER` here
+//! but a `BigInt` (which D1 refuses) on a Worker.
 //!
 //! # A scripted outage
 //!
@@ -122,19 +150,35 @@
 //! # }
 //! ```
 
+// One file per concept; each file's tests sit at its end, and `tests.rs` holds the tests
+// that need the whole kit (a database, faults and the journal together).
+mod argument;
+mod call;
+mod clock;
 mod database;
 mod error;
+mod execute;
 mod fault;
+mod message;
+mod plan;
 mod result;
+mod schedule;
+mod session;
 mod statement;
 mod value;
 
-pub use self::database::{Call, D1Database, Stats};
+pub use self::argument::{D1Argument, D1PreparedArgument, D1Type};
+pub use self::call::{Call, CallInfo, Operation};
+pub use self::clock::Clock;
+pub use self::database::{D1Database, Stats};
 pub use self::error::{Cause, Error};
-pub use self::fault::{CallInfo, Clock, Fault, FaultPlan, Message, Operation, Timing};
+pub use self::fault::{Fault, Timing};
+pub use self::message::Message;
+pub use self::plan::FaultPlan;
 pub use self::result::{D1ExecResult, D1Result, D1ResultMeta};
+pub use self::session::{D1DatabaseSession, D1SessionBookmark, D1SessionConstraint};
 pub use self::statement::D1PreparedStatement;
-pub use self::value::Value;
+pub use self::value::{JsValue, Value};
 
 #[cfg(test)]
 mod tests;

@@ -115,15 +115,22 @@ impl D1ExecResult {
         D1ExecResult { count }
     }
 
-    /// The number of queries executed.
-    #[must_use]
-    pub fn count(&self) -> Option<u32> {
-        Some(self.count)
+    /// The number of queries executed (non-empty lines).
+    ///
+    /// # Errors
+    ///
+    /// Never here; the `Result` (with a `JsValue` error) mirrors `worker`'s getter, so
+    /// `.count().map_err(Error::from)` compiles against both.
+    pub fn count(&self) -> Result<Option<u32>, Value> {
+        Ok(Some(self.count))
     }
 
-    /// Milliseconds spent (always 0 here).
-    #[must_use]
-    pub fn duration(&self) -> Option<f64> {
-        Some(0.0)
+    /// Milliseconds spent (always 0 here: the kit reads no clock).
+    ///
+    /// # Errors
+    ///
+    /// Never here, as [`count`](Self::count).
+    pub fn duration(&self) -> Result<Option<f64>, Value> {
+        Ok(Some(0.0))
     }
 }

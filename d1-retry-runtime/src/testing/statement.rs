@@ -6,10 +6,12 @@ use core::pin::Pin;
 
 use serde::de::DeserializeOwned;
 
+use super::execute::Output;
+use super::session::SessionLink;
 use super::value::{from_row, from_value};
-use super::{D1Database, D1Result, Error, Operation, Value};
+use super::{D1Argument, D1Database, D1Result, Error, Operation, Value};
 
-/// A statement with its parameters, run by awaiting one of its methods, as
+/// A statement with its parameters, run by awaiting one of its methods (or itself), as
 /// `worker::D1PreparedStatement`. Cloning it is cheap enough for tests; running it twice
 /// runs the SQL twice.
 #[derive(Clone)]
@@ -18,14 +20,17 @@ pub struct D1PreparedStatement {
     db: D1Database,
     sql: String,
     params: Vec<Value>,
+    /// The session it was prepared in, whose bookmark its calls move.
+    session: Option<SessionLink>,
 }
 
 impl D1PreparedStatement {
-    pub(crate) fn new(db: D1Database, sql: String) -> Self {
+    pub(crate) fn new(db: D1Database, sql: String, session: Option<SessionLink>) -> Self {
         D1PreparedStatement {
             db,
             sql,
             params: Vec::new(),
+            session,
         }
     }
 
@@ -42,6 +47,46 @@ impl D1PreparedStatement {
         Ok(self)
     }
 
+    /// A copy of the statement with `values` bound, leaving this one for reuse, as
+    /// `worker`'s `bind_refs`: `.bind_refs(&[D1Type::Integer(7), D1Type::Text(name)])?`,
+    /// or one `&D1Type` alone.
+    ///
+    /// # Errors
+    ///
+    /// As [`bind`](Self::bind): never at bind time.
+    pub fn bind_refs<'a, T, U>(&self, values: T) -> Result<Self, Error>
+    where
+        T: IntoIterator<Item = &'a U>,
+        U: D1Argument + 'a,
+    {
+        let params = values
+            .into_iter()
+            .map(|value| value.js_value().as_ref().clone())
+            .collect();
+        Ok(D1PreparedStatement {
+            params,
+            ..self.clone()
+        })
+    }
+
+    /// One copy of the statement per set of values, for a [`batch`](D1Database::batch),
+    /// as `worker`'s `batch_bind`.
+    ///
+    /// # Errors
+    ///
+    /// As [`bind`](Self::bind): never at bind time.
+    pub fn batch_bind<'a, U, T, V>(&self, values: T) -> Result<Vec<Self>, Error>
+    where
+        U: IntoIterator<Item = &'a V> + 'a,
+        T: IntoIterator<Item = U> + 'a,
+        V: D1Argument + 'a,
+    {
+        values
+            .into_iter()
+            .map(|batch| self.bind_refs(batch))
+            .collect()
+    }
+
     /// The SQL text.
     #[must_use]
     pub fn sql(&self) -> &str {
@@ -52,6 +97,11 @@ impl D1PreparedStatement {
     #[must_use]
     pub fn params(&self) -> &[Value] {
         &self.params
+    }
+
+    fn call(&self, operation: Operation) -> Result<Output, Error> {
+        self.db
+            .call_one(operation, &self.sql, &self.params, self.session.as_ref())
     }
 
     /// The first row as `T` (or, with `Some(column)`, that column's value as `T`), or
@@ -65,9 +115,7 @@ impl D1PreparedStatement {
         &self,
         column: Option<&str>,
     ) -> Result<Option<T>, Error> {
-        let output = self
-            .db
-            .call_one(Operation::First, &self.sql, &self.params)?;
+        let output = self.call(Operation::First)?;
         let Some(row) = output.rows.first() else {
             return Ok(None);
         };
@@ -95,9 +143,7 @@ impl D1PreparedStatement {
     ///
     /// D1's errors and injected faults.
     pub async fn all(&self) -> Result<D1Result, Error> {
-        self.db
-            .call_one(Operation::All, &self.sql, &self.params)
-            .map(super::database::Output::into_result)
+        self.call(Operation::All).map(Output::into_result)
     }
 
     /// Runs the statement and returns its metadata (and rows, as D1 does today).
@@ -106,9 +152,7 @@ impl D1PreparedStatement {
     ///
     /// D1's errors and injected faults.
     pub async fn run(&self) -> Result<D1Result, Error> {
-        self.db
-            .call_one(Operation::Run, &self.sql, &self.params)
-            .map(super::database::Output::into_result)
+        self.call(Operation::Run).map(Output::into_result)
     }
 
     /// Runs the statement and returns its rows as arrays of values, without column names.
@@ -117,7 +161,7 @@ impl D1PreparedStatement {
     ///
     /// D1's errors and injected faults; a serde error when a value does not fit `T`.
     pub async fn raw<T: DeserializeOwned>(&self) -> Result<Vec<Vec<T>>, Error> {
-        let output = self.db.call_one(Operation::Raw, &self.sql, &self.params)?;
+        let output = self.call(Operation::Raw)?;
         output
             .rows
             .iter()
@@ -128,6 +172,20 @@ impl D1PreparedStatement {
             })
             .collect()
     }
+
+    /// Runs the statement and returns its rows as they come, as `worker`'s
+    /// `raw_js_value`: the same D1 call as [`raw`](Self::raw) ([`Operation::Raw`]).
+    ///
+    /// One shape differs: on a Worker each row is one `JsValue` holding a JS array; a
+    /// [`JsValue`](super::JsValue) here holds one SQLite value, so each row is a `Vec` of
+    /// them. Code that only counts the rows reads the same on both.
+    ///
+    /// # Errors
+    ///
+    /// D1's errors and injected faults.
+    pub async fn raw_js_value(&self) -> Result<Vec<Vec<Value>>, Error> {
+        Ok(self.call(Operation::Raw)?.rows)
+    }
 }
 
 impl fmt::Debug for D1PreparedStatement {
@@ -135,6 +193,7 @@ impl fmt::Debug for D1PreparedStatement {
         f.debug_struct("D1PreparedStatement")
             .field("sql", &self.sql)
             .field("params", &self.params)
+            .field("in_session", &self.session.is_some())
             .finish_non_exhaustive()
     }
 }

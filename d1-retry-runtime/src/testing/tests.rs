@@ -251,8 +251,8 @@ fn exec_runs_line_by_line_and_names_the_failing_line() {
             .exec("INSERT INTO users (email) VALUES ('e1@x')\n\nINSERT INTO users (email) VALUES ('e2@x')")
             .await
             .unwrap();
-        assert_eq!(result.count(), Some(2));
-        assert_eq!(result.duration(), Some(0.0));
+        assert_eq!(result.count(), Ok(Some(2)));
+        assert_eq!(result.duration(), Ok(Some(0.0)));
         let error = db
             .exec("INSERT INTO users (email) VALUES ('e3@x')\nINSERT INTO users (email) VALUES ('ada@x')")
             .await
@@ -520,7 +520,7 @@ fn the_journal_knows_what_exec_committed() {
         .await
         .unwrap_err();
         let empty = db.exec("\n  \n").await.unwrap();
-        assert_eq!(empty.count(), Some(0));
+        assert_eq!(empty.count(), Ok(Some(0)));
         // An empty query hit after "execution" ran nothing either.
         db.add_fault(Fault::new(Message::CodeUpdated).after_execution().times(1));
         db.exec("").await.unwrap_err();
@@ -580,41 +580,13 @@ fn batch_binds_each_statement() {
 }
 
 #[test]
-fn internal_error_references_look_random() {
-    let ids: std::collections::HashSet<String> = (0..2000)
-        .map(|i| super::database::render(Message::InternalError, i))
-        .collect();
-    assert_eq!(ids.len(), 2000);
-    let chars: std::collections::HashSet<char> = ids
-        .iter()
-        .flat_map(|id| {
-            id.trim_start_matches("internal error; reference = ")
-                .chars()
-        })
-        .collect();
-    assert!(chars.len() >= 30, "{chars:?}");
-}
-
-#[test]
-fn plans_and_handles_describe_themselves() {
-    let plan = FaultPlan::new();
-    assert!(plan.is_empty());
-    assert_eq!(plan.len(), 0);
-    let clock = Clock::new(|| core::time::Duration::from_secs(3));
-    let plan = plan
-        .with(Fault::new(Message::CpuLimit).during(
-            &clock,
-            core::time::Duration::ZERO..core::time::Duration::from_secs(1),
-        ))
-        .with(Fault::new(Message::CpuLimit).on_calls(1..2));
-    assert!(!plan.is_empty());
-    assert_eq!(plan.len(), 2);
-    let text = format!("{plan:?}");
-    assert!(text.contains("During([0ns..1s])"), "{text}");
-    assert!(text.contains("Calls(1..2)"), "{text}");
-    assert_eq!(format!("{clock:?}"), "Clock(3s)");
+fn handles_describe_themselves() {
     let db = users();
-    db.set_faults(plan);
+    db.set_faults(
+        FaultPlan::new()
+            .with(Fault::new(Message::CpuLimit))
+            .with(Fault::new(Message::CpuLimit).on_calls(1..2)),
+    );
     assert!(format!("{db:?}").contains("rules: 2"), "{db:?}");
     let statement = db.prepare("SELECT ?1").bind(&[7.into()]).unwrap();
     assert_eq!(statement.params(), [Value::Integer(7)]);
@@ -638,4 +610,318 @@ fn plans_and_handles_describe_themselves() {
             .to_string()
             .contains("expected a D1 value"),
     );
+}
+
+#[test]
+fn js_values_bind_as_d1_stores_them() {
+    block_on(async {
+        let db = users();
+        let row: Option<BTreeMap<String, Value>> = db
+            .prepare(
+                "SELECT typeof(?1) AS a, typeof(?2) AS b, ?3 AS c, typeof(?4) AS d, ?5 AS e, \
+                 ?6 AS f, typeof(?7) AS g",
+            )
+            .bind(&[
+                JsValue::from_f64(2.5),
+                JsValue::NULL,
+                JsValue::from_bool(true),
+                JsValue::from_str("s"),
+                Some(3u32).into(),
+                None::<&str>.into(),
+                JsValue::null(),
+            ])
+            .unwrap()
+            .first(None)
+            .await
+            .unwrap();
+        let row = row.unwrap();
+        assert_eq!(row["a"], Value::from("real"));
+        assert_eq!(row["b"], Value::from("null"));
+        assert_eq!(row["c"], Value::Integer(1));
+        assert_eq!(row["d"], Value::from("text"));
+        assert_eq!(row["e"], Value::Integer(3));
+        assert_eq!(row["f"], Value::Null);
+        assert_eq!(row["g"], Value::from("null"));
+        // A whole number bound as a JS number finds an INTEGER key and reads back as i64.
+        let email: Option<String> = db
+            .prepare("SELECT email FROM users WHERE id = ?1")
+            .bind(&[JsValue::from_f64(1.0)])
+            .unwrap()
+            .first(Some("email"))
+            .await
+            .unwrap();
+        assert_eq!(email.as_deref(), Some("ada@x"));
+        let n: Option<i64> = db
+            .prepare("SELECT ?1 AS n")
+            .bind(&[JsValue::from_f64(4.0)])
+            .unwrap()
+            .first(Some("n"))
+            .await
+            .unwrap();
+        assert_eq!(n, Some(4));
+    });
+}
+
+#[test]
+fn bind_refs_and_batch_bind_take_d1_types() {
+    block_on(async {
+        let db = users();
+        let insert = db.prepare("INSERT INTO users (email, age) VALUES (?1, ?2)");
+        let email = String::from("r1@x");
+        let one = insert
+            .bind_refs(&[D1Type::Text(&email), D1Type::Integer(40)])
+            .unwrap();
+        one.run().await.unwrap();
+        // `bind_refs` leaves the statement reusable; one `&D1Type` needs no array.
+        assert!(insert.params().is_empty());
+        let age = D1Type::Integer(41);
+        let prepared = D1PreparedArgument::new(&age);
+        let rows = [
+            [D1Type::Text("r2@x"), D1Type::Real(1.5)],
+            [D1Type::Text("r3@x"), D1Type::Null],
+        ];
+        let statements = insert.batch_bind(&rows).unwrap();
+        assert_eq!(statements.len(), 2);
+        db.batch(statements).await.unwrap();
+        let single = db.prepare("SELECT count(*) AS n FROM users WHERE age = ?1");
+        let n: Option<i64> = single
+            .bind_refs(&prepared)
+            .unwrap()
+            .first(Some("n"))
+            .await
+            .unwrap();
+        assert_eq!(n, Some(0));
+        let n: Option<i64> = single
+            .bind_refs(&D1Type::Integer(40))
+            .unwrap()
+            .first(Some("n"))
+            .await
+            .unwrap();
+        assert_eq!(n, Some(1));
+        let flags: Vec<Vec<Value>> = db
+            .prepare("SELECT ?1, ?2")
+            .bind_refs(&[D1Type::Boolean(false), D1Type::Blob(&[9])])
+            .unwrap()
+            .raw()
+            .await
+            .unwrap();
+        assert_eq!(flags, [vec![Value::Integer(0), Value::Blob(vec![9])]]);
+        assert_eq!(
+            count(&db, "SELECT count(*) FROM users WHERE email LIKE 'r_@x'"),
+            3
+        );
+    });
+}
+
+#[test]
+fn raw_js_value_is_a_raw_call() {
+    block_on(async {
+        let db = users();
+        let rows = db
+            .prepare("SELECT id, age FROM users ORDER BY id")
+            .raw_js_value()
+            .await
+            .unwrap();
+        assert_eq!(
+            rows,
+            [
+                vec![Value::Integer(1), Value::Integer(36)],
+                vec![Value::Integer(2), Value::Null]
+            ]
+        );
+        db.add_fault(Fault::new(Message::StorageReset).on(Operation::Raw).times(1));
+        let error = db.prepare("SELECT 1").raw_js_value().await.unwrap_err();
+        assert_eq!(error.injected(), Some(Timing::BeforeExecution));
+        let operations: Vec<Operation> = db.calls().iter().map(|c| c.operation).collect();
+        assert_eq!(operations, [Operation::Raw, Operation::Raw]);
+    });
+}
+
+#[test]
+fn dump_returns_a_sqlite_file_of_the_database() {
+    block_on(async {
+        let db = users();
+        let bytes = db.dump().await.unwrap();
+        assert!(bytes.starts_with(b"SQLite format 3\0"));
+        // The bytes are a database of their own: write them out and read the rows back.
+        let dir = std::env::temp_dir().join(format!("d1-retry-dump-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("copy.sqlite");
+        std::fs::write(&path, &bytes).unwrap();
+        let copy = D1Database::open(&path).unwrap();
+        assert_eq!(count(&copy, "SELECT count(*) FROM users"), 2);
+        drop(copy);
+        let _ = std::fs::remove_dir_all(&dir);
+        let call = db.calls().pop().unwrap();
+        assert_eq!(call.operation, Operation::Dump);
+        assert!(call.statements.is_empty());
+        assert!(call.executed);
+    });
+}
+
+#[test]
+fn dump_takes_faults_before_and_after() {
+    block_on(async {
+        let db = users();
+        db.set_faults(
+            FaultPlan::new()
+                .with(Fault::new(Message::CannotResolve).on(Operation::Dump).times(1))
+                .with(
+                    Fault::new(Message::CodeUpdated)
+                        .on(Operation::Dump)
+                        .after_execution()
+                        .times(1),
+                )
+                // A SQL filter never matches a dump, which has no SQL.
+                .with(Fault::new(Message::CpuLimit).when_sql_contains("")),
+        );
+        let before = db.dump().await.unwrap_err();
+        assert_eq!(before.injected(), Some(Timing::BeforeExecution));
+        let after = db.dump().await.unwrap_err();
+        assert_eq!(
+            after.to_string(),
+            "D1_ERROR: D1 DB reset because its code was updated."
+        );
+        assert!(db.dump().await.is_ok());
+        let executed: Vec<bool> = db.calls().iter().map(|c| c.executed).collect();
+        assert_eq!(executed, [false, true, true]);
+        assert_eq!(db.injected_per_rule(), [1, 1, 0]);
+        assert_eq!(db.stats().calls, 3);
+    });
+}
+
+#[test]
+fn session_bookmarks_start_empty_and_advance_on_writes() {
+    block_on(async {
+        let db = users();
+        let session = db.with_session(None).unwrap();
+        assert_eq!(session.get_bookmark().unwrap(), None);
+        session.prepare("SELECT 1").all().await.unwrap();
+        let first = session.get_bookmark().unwrap().unwrap();
+        // Reads see the same state: the bookmark stays.
+        let _: Option<i64> = session.prepare("SELECT 1 AS n").first(Some("n")).await.unwrap();
+        assert_eq!(session.get_bookmark().unwrap().as_deref(), Some(&*first));
+        // A write anywhere moves the state; the session sees it on its next call.
+        db.prepare("INSERT INTO users (email) VALUES ('s1@x')")
+            .run()
+            .await
+            .unwrap();
+        assert_eq!(session.get_bookmark().unwrap().as_deref(), Some(&*first));
+        session.prepare("SELECT 1").raw::<i64>().await.unwrap();
+        let second = session.get_bookmark().unwrap().unwrap();
+        assert!(second > first, "{second} > {first}");
+        // Awaiting a session statement runs it in the session.
+        session
+            .prepare("INSERT INTO users (email) VALUES ('s2@x')")
+            .await
+            .unwrap();
+        let third = session.get_bookmark().unwrap().unwrap();
+        assert!(third > second);
+        session
+            .batch(vec![
+                session.prepare("INSERT INTO users (email) VALUES ('s3@x')"),
+                session.prepare("SELECT count(*) FROM users"),
+            ])
+            .await
+            .unwrap();
+        let fourth = session.get_bookmark().unwrap().unwrap();
+        assert!(fourth > third);
+        assert_eq!(count(&db, "SELECT count(*) FROM users"), 5);
+        // The journal and the fault plan know which calls a session made.
+        let in_session: Vec<bool> = db.calls().iter().map(|c| c.session).collect();
+        assert_eq!(in_session, [true, true, false, true, true, true]);
+    });
+}
+
+#[test]
+fn a_failed_session_call_brings_no_bookmark() {
+    block_on(async {
+        let db = users();
+        let session = db
+            .with_session_constraint(D1SessionConstraint::FirstPrimary)
+            .unwrap();
+        db.add_fault(
+            Fault::new(Message::NetworkConnectionLost)
+                .after_execution()
+                .when(|call| call.session)
+                .times(1),
+        );
+        // Committed, but the caller heard a failure, and no bookmark came back.
+        session
+            .prepare("INSERT INTO users (email) VALUES ('f1@x')")
+            .run()
+            .await
+            .unwrap_err();
+        assert_eq!(session.get_bookmark().unwrap(), None);
+        assert_eq!(
+            count(&db, "SELECT count(*) FROM users WHERE email = 'f1@x'"),
+            1
+        );
+        // Outside the session the rule does not apply.
+        db.prepare("SELECT 1").all().await.unwrap();
+        assert_eq!(db.injected_per_rule(), [1]);
+    });
+}
+
+#[test]
+fn sessions_start_from_bookmarks_of_this_database_only() {
+    block_on(async {
+        let db = users();
+        let writer = db
+            .with_session_constraint(D1SessionConstraint::FirstUnconstrained)
+            .unwrap();
+        writer
+            .prepare("INSERT INTO users (email) VALUES ('b1@x')")
+            .run()
+            .await
+            .unwrap();
+        let bookmark = writer.get_bookmark().unwrap().unwrap();
+        let reader = db.with_session(Some(&bookmark)).unwrap();
+        assert_eq!(reader.get_bookmark().unwrap(), Some(bookmark.clone()));
+        let n: Option<i64> = reader
+            .prepare("SELECT count(*) AS n FROM users WHERE email = 'b1@x'")
+            .first(Some("n"))
+            .await
+            .unwrap();
+        assert_eq!(n, Some(1));
+        assert_eq!(reader.get_bookmark().unwrap(), Some(bookmark.clone()));
+        for constraint in ["first-primary", "first-unconstrained", " first-primary "] {
+            let session = db.with_session(Some(constraint)).unwrap();
+            assert_eq!(session.get_bookmark().unwrap(), None, "{constraint}");
+        }
+        // Bad input is an error value, never a panic: garbage, and a bookmark from a
+        // database further along than this one.
+        let ahead = users();
+        for _ in 0..3 {
+            ahead.exec("INSERT INTO users (email) VALUES (random())").await.unwrap();
+        }
+        let later = ahead.with_session(None).unwrap();
+        later.prepare("SELECT 1").all().await.unwrap();
+        let foreign = later.get_bookmark().unwrap().unwrap();
+        for bad in ["", "first-replica", "00000000-0000", foreign.as_str()] {
+            let error = db.with_session(Some(bad)).unwrap_err();
+            assert!(
+                error.to_string().starts_with("D1_ERROR: invalid bookmark"),
+                "{bad:?}: {error}"
+            );
+            assert_eq!(classify(&error), FailureClass::Permanent);
+        }
+    });
+}
+
+#[test]
+fn a_repository_error_of_its_own_is_permanent() {
+    let error = Error::from("the batch returned fewer results than statements");
+    assert_eq!(error.to_string(), "the batch returned fewer results than statements");
+    assert_eq!(classify(&error), FailureClass::Permanent);
+    let from_exec: Result<Option<u32>, Error> = exec_count();
+    assert_eq!(from_exec.unwrap(), Some(1));
+}
+
+/// `exec(..).count().map_err(Error::from)`, as code shared with `worker` writes it.
+fn exec_count() -> Result<Option<u32>, Error> {
+    block_on(async {
+        let db = users();
+        db.exec("SELECT 1").await?.count().map_err(Error::from)
+    })
 }

@@ -1,4 +1,8 @@
 //! The values D1 stores, bound to statements and read back through serde.
+//!
+//! One type plays two parts, as `JsValue` does in `worker`: what user code binds, and what
+//! a row holds. Reading follows `serde_wasm_bindgen`, because that is what stands between
+//! D1's JS values and a repository's structs on a Worker.
 
 use core::fmt;
 
@@ -7,16 +11,26 @@ use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, IntoDeseriali
 
 /// A value bound to a statement or read from a row: the five storage classes of SQLite.
 ///
-/// It stands where `worker`'s `JsValue` stands in `bind(&[id.into()])`, so the same
-/// `.into()` calls compile against both. Booleans are stored as 1 and 0, as D1 does.
+/// It stands where `wasm_bindgen::JsValue` stands in `worker`'s `bind(&[id.into()])`, so
+/// the same `.into()` calls and constructors compile against both; [`JsValue`] is its
+/// other name, for the `use` that swaps the two. Booleans are stored as 1 and 0, as D1 does.
 ///
 /// ```
-/// use d1_retry_runtime::testing::Value;
+/// use d1_retry_runtime::testing::{JsValue, Value};
 /// assert_eq!(Value::from(7), Value::Integer(7));
 /// assert_eq!(Value::from(true), Value::Integer(1));
 /// assert_eq!(Value::from("ada"), Value::Text("ada".into()));
 /// assert_eq!(Value::from(None::<i64>), Value::Null);
+/// // The constructors of `JsValue`, as user code calls them:
+/// assert_eq!(JsValue::from_f64(2.5), Value::Real(2.5));
+/// assert_eq!(JsValue::from_str("ada"), Value::Text("ada".into()));
+/// assert_eq!(JsValue::from_bool(false), Value::Integer(0));
+/// assert_eq!(JsValue::NULL, JsValue::null());
 /// ```
+///
+/// One conversion is kinder than on a Worker: `i64` (and `u32`, `usize`...) become
+/// `INTEGER` here, while `wasm_bindgen` turns an `i64` into a JS `BigInt`, which D1
+/// refuses. Bind `JsValue::from_f64(n as f64)` (or an `i32`) in code that runs on both.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// SQL `NULL` (JS `null`).
@@ -31,7 +45,72 @@ pub enum Value {
     Blob(Vec<u8>),
 }
 
+/// The name `worker` code uses for [`Value`]: `#[cfg(not(target_arch = "wasm32"))] use
+/// d1_retry::testing::JsValue;` stands in for `use worker::wasm_bindgen::JsValue;`.
+pub type JsValue = Value;
+
+/// The largest integer a JS number holds exactly (`Number.MAX_SAFE_INTEGER`).
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
 impl Value {
+    /// `NULL`, as `JsValue::NULL`.
+    pub const NULL: Value = Value::Null;
+    /// `true`, stored as 1 (as D1 stores a JS `true`).
+    pub const TRUE: Value = Value::Integer(1);
+    /// `false`, stored as 0.
+    pub const FALSE: Value = Value::Integer(0);
+
+    /// `NULL`, as `JsValue::null()`.
+    #[must_use]
+    pub const fn null() -> Value {
+        Value::Null
+    }
+
+    /// A JS number, as `JsValue::from_f64`: always `REAL` here. SQLite stores a whole
+    /// number in an `INTEGER` column as an integer, and compares `5.0 = 5` as true, so a
+    /// `WHERE id = ?1` finds the row either way.
+    #[must_use]
+    pub const fn from_f64(x: f64) -> Value {
+        Value::Real(x)
+    }
+
+    /// A JS string, as `JsValue::from_str`.
+    // The name is `wasm_bindgen::JsValue`'s, which the kit mirrors; it is not `FromStr`.
+    #[allow(clippy::should_implement_trait)]
+    #[must_use]
+    pub fn from_str(text: &str) -> Value {
+        Value::Text(text.to_owned())
+    }
+
+    /// A JS boolean, as `JsValue::from_bool`: 1 or 0, as D1 stores it.
+    #[must_use]
+    pub const fn from_bool(b: bool) -> Value {
+        if b { Value::TRUE } else { Value::FALSE }
+    }
+
+    /// Whether this is `NULL`, as `JsValue::is_null`.
+    #[must_use]
+    pub const fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The number, if this is one, as `JsValue::as_f64` (an integer is a JS number too).
+    #[must_use]
+    #[allow(clippy::cast_precision_loss)] // a JS number is an f64: D1 loses the same bits
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Integer(n) => Some(*n as f64),
+            Value::Real(x) => Some(*x),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is text, as `JsValue::as_string`.
+    #[must_use]
+    pub fn as_string(&self) -> Option<String> {
+        self.as_text().map(str::to_owned)
+    }
+
     /// The integer, if this is one.
     #[must_use]
     pub fn as_integer(&self) -> Option<i64> {
@@ -51,6 +130,13 @@ impl Value {
     }
 }
 
+/// What a [`D1Argument`](super::D1Argument) hands over, as `JsValue: AsRef<JsValue>`.
+impl AsRef<Value> for Value {
+    fn as_ref(&self) -> &Value {
+        self
+    }
+}
+
 macro_rules! integer_from {
     ($($t:ty),*) => {$(
         impl From<$t> for Value {
@@ -62,6 +148,20 @@ macro_rules! integer_from {
 }
 
 integer_from!(i8, i16, i32, i64, u8, u16, u32);
+
+macro_rules! wide_integer_from {
+    ($($t:ty),*) => {$(
+        /// A JS number, as in `wasm_bindgen`; `REAL` beyond `i64`'s range.
+        impl From<$t> for Value {
+            #[allow(clippy::cast_precision_loss)] // a JS number is an f64 anyway
+            fn from(n: $t) -> Self {
+                i64::try_from(n).map_or(Value::Real(n as f64), Value::Integer)
+            }
+        }
+    )*};
+}
+
+wide_integer_from!(isize, usize);
 
 impl From<bool> for Value {
     fn from(b: bool) -> Self {
@@ -152,19 +252,38 @@ impl rusqlite::ToSql for Value {
 /// The serde error of a row that does not fit the type asked for.
 pub(crate) type DeError = de::value::Error;
 
+/// `x` as an integer, when a JS number holding it is a safe integer
+/// (`Number.isSafeInteger`).
+#[allow(clippy::cast_possible_truncation)] // checked: whole, and within ±(2^53 - 1)
+fn safe_integer(x: f64) -> Option<i64> {
+    #[allow(clippy::cast_precision_loss)] // 2^53 - 1 is exact in an f64
+    let max = MAX_SAFE_INTEGER as f64;
+    (x.fract() == 0.0 && x.abs() <= max).then_some(x as i64)
+}
+
 /// Reads one value the way `serde_wasm_bindgen` reads the JS value D1 returns: by its
-/// own type (no integer-to-bool or text-to-number coercion), `NULL` as `None` or `()`,
-/// a blob as a sequence of bytes.
+/// own type (no integer-to-bool or text-to-number coercion), a number as an integer when
+/// it is a safe integer (so `5.0` reads as `i64`, and an integer beyond 2^53 does not),
+/// `NULL` as `None` or `()`, a blob as a sequence of bytes.
 pub(crate) struct ValueDeserializer<'a>(pub(crate) &'a Value);
 
 impl<'de> Deserializer<'de> for ValueDeserializer<'_> {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        // A JS number is an f64, and serde_wasm_bindgen reads it as an integer exactly
+        // when it is a safe integer: so does the kit, whatever SQLite's storage class was.
         match self.0 {
             Value::Null => visitor.visit_unit(),
-            Value::Integer(n) => visitor.visit_i64(*n),
-            Value::Real(x) => visitor.visit_f64(*x),
+            Value::Integer(n) if (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(n) => {
+                visitor.visit_i64(*n)
+            }
+            #[allow(clippy::cast_precision_loss)] // D1 loses these bits too
+            Value::Integer(n) => visitor.visit_f64(*n as f64),
+            Value::Real(x) => match safe_integer(*x) {
+                Some(n) => visitor.visit_i64(n),
+                None => visitor.visit_f64(*x),
+            },
             Value::Text(text) => visitor.visit_str(text),
             Value::Blob(bytes) => visitor.visit_seq(SeqDeserializer::new(bytes.iter().copied())),
         }
@@ -351,13 +470,56 @@ mod tests {
     fn values_round_trip_through_serde() {
         for value in [
             Value::Null,
-            Value::Integer(i64::MIN),
+            Value::Integer(-MAX_SAFE_INTEGER),
             Value::Real(1.5),
             Value::Text("é".into()),
             Value::Blob(vec![0, 255]),
         ] {
             assert_eq!(from_value::<Value>(&value).unwrap(), value);
         }
+    }
+
+    #[test]
+    fn numbers_read_as_js_numbers() {
+        // A whole REAL reads as an integer, as the JS number 5 does.
+        assert_eq!(from_value::<i64>(&Value::Real(5.0)).unwrap(), 5);
+        assert_eq!(from_value::<u8>(&Value::Real(-0.0)).unwrap(), 0);
+        assert_eq!(from_value::<Value>(&Value::Real(5.0)).unwrap(), Value::Integer(5));
+        assert!(from_value::<i64>(&Value::Real(5.5)).is_err());
+        assert!(from_value::<i64>(&Value::Real(f64::NAN)).is_err());
+        assert!(from_value::<i64>(&Value::Real(f64::INFINITY)).is_err());
+        // Beyond 2^53 a JS number is no longer an exact integer: D1 hands back a float.
+        let big = Value::Integer(MAX_SAFE_INTEGER + 1);
+        assert!(from_value::<i64>(&big).is_err());
+        assert_eq!(from_value::<f64>(&big).unwrap(), 9_007_199_254_740_992.0);
+        assert_eq!(
+            from_value::<i64>(&Value::Integer(MAX_SAFE_INTEGER)).unwrap(),
+            MAX_SAFE_INTEGER
+        );
+        assert!(from_value::<i64>(&Value::Real(9_007_199_254_740_992.0)).is_err());
+    }
+
+    #[test]
+    fn js_value_constructors() {
+        assert_eq!(JsValue::NULL, Value::Null);
+        assert_eq!(JsValue::null(), Value::Null);
+        assert_eq!(JsValue::TRUE, JsValue::from(true));
+        assert_eq!(JsValue::FALSE, JsValue::from_bool(false));
+        assert_eq!(JsValue::from_bool(true), Value::Integer(1));
+        assert_eq!(JsValue::from_f64(3.0), Value::Real(3.0));
+        assert_eq!(JsValue::from_str("x"), JsValue::from("x"));
+        assert!(JsValue::NULL.is_null());
+        assert!(!JsValue::from(0).is_null());
+        assert_eq!(JsValue::from(4u32).as_f64(), Some(4.0));
+        assert_eq!(JsValue::from(0.5).as_f64(), Some(0.5));
+        assert_eq!(JsValue::from("t").as_f64(), None);
+        assert_eq!(JsValue::from("t").as_string().as_deref(), Some("t"));
+        assert_eq!(JsValue::NULL.as_string(), None);
+        assert_eq!(JsValue::from(7usize), Value::Integer(7));
+        assert_eq!(JsValue::from(-7isize), Value::Integer(-7));
+        assert_eq!(JsValue::from(usize::MAX), Value::Real(usize::MAX as f64));
+        let value = JsValue::from(String::from("owned"));
+        assert_eq!(AsRef::<Value>::as_ref(&value), &value);
     }
 
     #[test]

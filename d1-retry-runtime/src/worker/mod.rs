@@ -3,11 +3,10 @@
 //!
 //! - [`classify`](crate::classify) reads a `worker::Error` in every shape D1 failures take
 //!   (`Error::D1`, `Error::UnknownJsError`, `Error::JsError`, `Error::RustError`), also
-//!   inside the `source()` chain of an error type of your own. It reads the JavaScript
-//!   error's `message` and `cause` and never formats a `D1Error`, whose `Display` panics
-//!   in `worker` 0.8.7. Reading a `worker::Error` may copy its texts into `String`s (the
-//!   JavaScript strings of a D1 variant, the `Display` of variants that are not D1's),
-//!   on the failure path only.
+//!   inside the `source()` chain of an error type of your own, and never formats a
+//!   `D1Error`, whose `Display` panics in `worker` 0.8.7. That reading is part of the
+//!   classifier (it is what the feature turns on there); this module holds only what is
+//!   about running inside a Worker.
 //! - [`WorkerSleeper`] is the [`DefaultSleeper`](crate::DefaultSleeper) on `wasm32`, so
 //!   `#[d1_retry]` and [`Retry`](crate::Retry) wait with `setTimeout` inside a Worker;
 //!   nothing on that path reads `std::time`, which panics there.
@@ -17,10 +16,7 @@
 //! with the feature, and their names say which platform they are for.
 
 mod d1;
-mod error;
 mod sleeper;
 
 pub use self::d1::{D1Retry, D1RetrySession, D1RetryStatement};
 pub use self::sleeper::WorkerSleeper;
-
-pub(crate) use self::error::{link_class, link_text};

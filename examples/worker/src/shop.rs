@@ -1,9 +1,21 @@
 //! A small repository over D1, each method retried with `#[d1_retry]`.
+//!
+//! One source, two targets: on `wasm32` it runs against `worker`'s D1, and natively the
+//! same file compiles against `d1_retry::testing`, the local D1 on SQLite with injectable
+//! failures (`tests/example_repository.rs` at the repository root includes this file as is).
+//! So it names only what both share: the types below, `serde`, and `crate::policy::POLICY`,
+//! which the including crate provides.
 
 use d1_retry::d1_retry;
 use serde::{Deserialize, Serialize};
-use worker::wasm_bindgen::JsValue;
-use worker::{D1Database, D1Result, Result};
+
+#[cfg(target_arch = "wasm32")]
+use worker::{D1Database, D1Result, Error, wasm_bindgen::JsValue};
+#[cfg(not(target_arch = "wasm32"))]
+use d1_retry::testing::{D1Database, D1Result, Error, JsValue};
+
+/// `worker::Result` on a Worker; the local D1's error natively.
+pub type Result<T, E = Error> = core::result::Result<T, E>;
 
 use crate::policy::POLICY;
 
@@ -176,15 +188,16 @@ impl Shop {
         })
     }
 
-    /// SQL that SQLite refuses: a permanent failure, never retried.
+    /// SQL that SQLite refuses: a permanent failure, never retried. (It never returns a
+    /// row; the row type only has to be one both targets can read.)
     #[d1_retry(policy = POLICY)]
-    pub async fn broken_syntax(&self) -> Result<Option<serde_json::Value>> {
+    pub async fn broken_syntax(&self) -> Result<Option<User>> {
         self.db.prepare("SELEC 1").first(None).await
     }
 
     /// A table that does not exist: a permanent failure, never retried.
     #[d1_retry(policy = POLICY)]
-    pub async fn missing_table(&self) -> Result<Vec<serde_json::Value>> {
+    pub async fn missing_table(&self) -> Result<Vec<User>> {
         self.db
             .prepare("SELECT * FROM no_such_table")
             .all()

@@ -1,26 +1,40 @@
 //! A fake D1 for the `#[d1_retry]` tests: its statements fail from a script, in order, and
 //! it counts what ran. Shaped like `worker::D1Database` (`prepare`, `bind`, `first`, `run`,
 //! `exec`, `batch`), and `Send` so that it also serves `#[async_trait]` methods.
-#![allow(dead_code, unused_imports)]
+//!
+//! ```
+//! use test_support::block_on;
+//! use test_support::fake_db::{FakeDb, NETWORK_LOST};
+//!
+//! let db = FakeDb::failing(&[NETWORK_LOST]);
+//! let first = block_on(db.prepare("SELECT 1").run());
+//! assert_eq!(first.unwrap_err().message, NETWORK_LOST);
+//! assert_eq!(block_on(db.prepare("SELECT 1").run()), Ok(1));
+//! assert_eq!(db.calls(), 2);
+//! ```
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
-use std::io;
-use std::sync::{Arc, Mutex, MutexGuard, Once, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// What D1 answers to one statement run (a `batch` is one run).
 #[derive(Clone, Copy, Debug)]
 pub enum Outcome {
+    /// The statement runs and succeeds.
     Ok,
+    /// The statement fails with this message.
     Fail(&'static str),
 }
 
 pub use Outcome::{Fail, Ok as Succeed};
 
+/// A maybe-executed failure.
 pub const NETWORK_LOST: &str = "D1_ERROR: Network connection lost.";
+/// A not-executed failure.
 pub const NOT_REACHED: &str = "Cannot resolve D1 DB due to transient issue on remote node.";
+/// D1's internal error: maybe executed.
 pub const INTERNAL: &str = "D1_ERROR: internal error; reference = abc";
+/// A permanent failure.
 pub const UNIQUE: &str = "UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT";
 
 #[derive(Default)]
@@ -36,6 +50,7 @@ pub struct FakeDb {
 }
 
 impl FakeDb {
+    /// Answers with each outcome of `script` in turn, then succeeds.
     pub fn new(script: impl IntoIterator<Item = Outcome>) -> Self {
         FakeDb {
             state: Mutex::new(State {
@@ -73,6 +88,7 @@ impl FakeDb {
         }
     }
 
+    /// A statement of `sql`, run by [`Statement::first`] or [`Statement::run`].
     pub fn prepare(&self, sql: impl Into<String>) -> Statement<'_> {
         Statement {
             db: self,
@@ -81,10 +97,12 @@ impl FakeDb {
         }
     }
 
+    /// Runs `sql` as one call.
     pub async fn exec(&self, sql: &str) -> Result<u64, DbError> {
         self.run_sql(sql.to_owned())
     }
 
+    /// Runs `statements` as one call, as D1's `batch` does (one transaction).
     pub async fn batch(&self, statements: Vec<Statement<'_>>) -> Result<Vec<u64>, DbError> {
         let sql: Vec<String> = statements.iter().map(|s| s.sql.clone()).collect();
         let count = statements.len();
@@ -92,6 +110,7 @@ impl FakeDb {
     }
 }
 
+/// A prepared statement of a [`FakeDb`].
 pub struct Statement<'db> {
     db: &'db FakeDb,
     sql: String,
@@ -99,6 +118,7 @@ pub struct Statement<'db> {
 }
 
 impl Statement<'_> {
+    /// Binds more values; never fails (the `Result` is the shape of D1's `bind`).
     pub fn bind(mut self, values: &[i64]) -> Result<Self, DbError> {
         self.binds.extend_from_slice(values);
         Ok(self)
@@ -110,6 +130,7 @@ impl Statement<'_> {
         self.db.run_sql(self.sql).map(|_| id)
     }
 
+    /// Runs the statement; `Ok(1)`, one row changed, on success.
     pub async fn run(self) -> Result<u64, DbError> {
         self.db.run_sql(self.sql)
     }
@@ -118,10 +139,12 @@ impl Statement<'_> {
 /// D1's error, reduced to its message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DbError {
+    /// D1's message.
     pub message: String,
 }
 
 impl DbError {
+    /// An error with this message.
     pub fn new(message: &str) -> Self {
         DbError {
             message: message.to_owned(),
@@ -140,6 +163,7 @@ impl std::error::Error for DbError {}
 /// An application error whose own message says nothing about D1: only its `source()` does.
 #[derive(Debug)]
 pub struct RepoError {
+    /// The database error behind it.
     pub source: DbError,
 }
 
@@ -160,8 +184,3 @@ impl std::error::Error for RepoError {
         Some(&self.source)
     }
 }
-
-#[path = "../../d1-retry-runtime/tests/support/log_capture.rs"]
-mod log_capture;
-
-pub use log_capture::Logs;

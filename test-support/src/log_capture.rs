@@ -1,13 +1,9 @@
 //! Captures the log lines of one test thread.
 //!
-//! Shared by the runtime's and the facade's tests (`#[path]`). One global subscriber
-//! routes each line to its thread's capture: a scoped subscriber per test (`set_default`)
-//! races with tests that log without one, because tracing caches each call site's interest
-//! globally, and a site first reached on a thread with no subscriber can be cached as
-//! "never", silently dropping another test's lines.
-
-// Each test binary that includes this uses only part of it.
-#![allow(dead_code)]
+//! One global subscriber routes each line to its thread's capture: a scoped subscriber per
+//! test (`set_default`) races with tests that log without one, because tracing caches each
+//! call site's interest globally, and a site first reached on a thread with no subscriber
+//! can be cached as "never", silently dropping another test's lines.
 
 use std::cell::RefCell;
 use std::io;
@@ -47,16 +43,21 @@ impl io::Write for ThreadWriter {
 }
 
 impl Logs {
+    /// Everything captured so far, as text.
     pub fn text(&self) -> String {
         let bytes = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
+    /// Everything captured so far, one string a line.
     pub fn lines(&self) -> Vec<String> {
         self.text().lines().map(str::to_owned).collect()
     }
 
     /// Captures the logs of this thread (a current-thread tokio test) until the guard drops.
+    ///
+    /// The first call installs the routing subscriber as the global default: a test binary
+    /// that captures must not install another one.
     pub fn capture() -> (Self, CaptureGuard) {
         static INSTALL: Once = Once::new();
         INSTALL.call_once(|| {

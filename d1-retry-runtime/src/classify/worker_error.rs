@@ -1,5 +1,11 @@
-//! Reading a `worker::Error` for the classifier and the logs, without ever formatting a
-//! `D1Error`.
+//! Reading a `worker::Error` (the `worker` feature), for the classifier and the logs, without
+//! ever formatting a `D1Error`.
+//!
+//! Why here, in the classifier, and not in the `worker` module: what a `worker::Error` says
+//! is a question of classification, answered with the same reading of one message
+//! ([`head::text_class`]) as any other link; the `worker` module is about running inside a
+//! Worker (sleeping, [`D1Retry`](crate::worker::D1Retry)). The classifier's chain walk asks
+//! [`WorkerLink::of`] about every link, and reads the links this module knows through it.
 //!
 //! A D1 failure reaches Rust in several shapes (`shared/notes/d1-errors.md`):
 //!
@@ -7,7 +13,8 @@
 //!   JavaScript message starts with `D1`. Its `source()` is `None` and its `Display` is the
 //!   `Debug` of the JavaScript *cause*, stack trace included, so the real texts are read
 //!   from the JavaScript error itself. `D1Error`'s own `Display` panics in `worker` 0.8.7
-//!   when the cause is an `Error` object, so nothing here uses it.
+//!   when the cause is an `Error` object (the request then hangs until it is cancelled), so
+//!   nothing here formats a `D1Error`: its texts are read through `AsRef<js_sys::Error>`.
 //! - `Error::UnknownJsError { message, cause, .. }` from `all()`, and for any JavaScript
 //!   error whose message does not start with `D1`; `source()` yields the cause.
 //! - `Error::JsError(String)` for a thrown string, `Error::RustError(String)` for text
@@ -17,6 +24,10 @@
 //! `worker::Error` (thiserror's `#[error(transparent)]`) hides the `worker::Error` from the
 //! chain: all that is left of a D1 variant is its `Display`, `D1: D1Error { cause:
 //! JsValue(<name>: <message>\n<stack>) }`, which [`DisplayedD1Cause`] reads the cause from.
+//!
+//! Reading a `worker::Error` may copy its texts into `String`s (the JavaScript strings of a
+//! D1 variant, the `Display` of variants that are not D1's), on the failure path only; every
+//! other link is read without allocating.
 
 use core::fmt;
 use core::ops::ControlFlow;
@@ -25,65 +36,66 @@ use std::error::Error as StdError;
 use worker::wasm_bindgen::JsCast;
 use worker::{D1Error, Error, js_sys};
 
+use super::head;
 use crate::FailureClass;
 
 /// JavaScript cause chains can be cyclic; `worker` stops at the same depth.
 const MAX_CAUSE_DEPTH: usize = 16;
 
-/// How the classifier reads one link of a chain with the `worker` feature on:
-/// `Some(verdict)` when this module knows the link (a `worker::Error`, or the `Display` of a
-/// D1 variant), `None` to read it by its `Display` as usual.
+/// A link of a chain that is read from JavaScript texts rather than by its `Display`: a
+/// `worker::Error`, or an error whose `Display` is that of a D1 variant.
 ///
-/// `text_class` is the classifier's reading of one message. The first text of a
-/// `worker::Error` it decides on decides the link: the JavaScript message first, then its
-/// causes, so `D1_ERROR: Network connection lost.` decides before its cause is read, and a
-/// bare `D1_ERROR` (wrangler before 3.1.1) leaves the decision to the cause.
-pub(crate) fn link_class(
-    link: &(dyn StdError + 'static),
-    text_class: fn(&dyn fmt::Display) -> Option<FailureClass>,
-) -> Option<Option<FailureClass>> {
-    if let Some(error) = link.downcast_ref::<Error>() {
-        let verdict = for_each_text(error, |text| match text_class(&text) {
-            Some(class) => ControlFlow::Break(class),
-            None => ControlFlow::Continue(()),
-        });
-        return Some(match verdict {
-            ControlFlow::Break(class) => Some(class),
-            ControlFlow::Continue(()) => None,
-        });
-    }
-    if shows_d1_debug(link) {
-        return Some(text_class(&DisplayedD1Cause(link)));
-    }
-    None
-}
-
-/// The text that stands for one link in a log line, when this module knows the link
-/// (see [`link_class`]); `None` to write its `Display` as usual.
-pub(crate) fn link_text<'e>(link: &'e (dyn StdError + 'static)) -> Option<LinkText<'e>> {
-    if let Some(error) = link.downcast_ref::<Error>() {
-        return Some(LinkText::Worker(error));
-    }
-    if shows_d1_debug(link) {
-        return Some(LinkText::DisplayedD1(DisplayedD1Cause(link)));
-    }
-    None
-}
-
-/// A link's log text; see [`link_text`].
-pub(crate) enum LinkText<'e> {
-    /// The texts of a `worker::Error`: its message, then each cause not already part of it
-    /// (D1 repeats the cause in the message: `D1_ERROR: <cause>`).
-    Worker(&'e Error),
+/// Its `Display` is the link's log text: for a `worker::Error` its message, then each cause
+/// not already part of it (D1 repeats the cause in the message: `D1_ERROR: <cause>`); for a
+/// D1 variant's `Display`, the JavaScript cause shown in it.
+#[derive(Clone, Copy)]
+pub(super) enum WorkerLink<'e> {
+    /// A `worker::Error` in the chain.
+    Error(&'e Error),
     /// The JavaScript cause shown in a D1 variant's `Display`.
     DisplayedD1(DisplayedD1Cause<'e>),
 }
 
-impl fmt::Display for LinkText<'_> {
+impl<'e> WorkerLink<'e> {
+    /// How to read `link`, when this module knows it; `None` to read it by its `Display`.
+    pub(super) fn of(link: &'e (dyn StdError + 'static)) -> Option<Self> {
+        if let Some(error) = link.downcast_ref::<Error>() {
+            return Some(WorkerLink::Error(error));
+        }
+        if shows_d1_debug(link) {
+            return Some(WorkerLink::DisplayedD1(DisplayedD1Cause(link)));
+        }
+        None
+    }
+
+    /// The class this link decides, if any.
+    ///
+    /// The first text of a `worker::Error` that decides, decides the link: the JavaScript
+    /// message first, then its causes, so `D1_ERROR: Network connection lost.` decides
+    /// before its cause is read, and a bare `D1_ERROR` (wrangler before 3.1.1) leaves the
+    /// decision to the cause.
+    pub(super) fn class(self) -> Option<FailureClass> {
+        match self {
+            WorkerLink::Error(error) => {
+                let verdict = for_each_text(error, |text| match head::text_class(&text) {
+                    Some(class) => ControlFlow::Break(class),
+                    None => ControlFlow::Continue(()),
+                });
+                match verdict {
+                    ControlFlow::Break(class) => Some(class),
+                    ControlFlow::Continue(()) => None,
+                }
+            }
+            WorkerLink::DisplayedD1(cause) => head::text_class(&cause),
+        }
+    }
+}
+
+impl fmt::Display for WorkerLink<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LinkText::Worker(error) => write_worker_text(error, f),
-            LinkText::DisplayedD1(cause) => cause.fmt(f),
+            WorkerLink::Error(error) => write_worker_text(error, f),
+            WorkerLink::DisplayedD1(cause) => cause.fmt(f),
         }
     }
 }
@@ -158,7 +170,8 @@ fn shows_d1_debug(link: &dyn fmt::Display) -> bool {
 /// Writes what follows `D1: D1Error { cause: JsValue(` in a link's `Display`: the
 /// JavaScript cause as `<name>: <message>`, then its stack. Writes nothing when the
 /// `Display` is not that of a D1 variant.
-pub(crate) struct DisplayedD1Cause<'e>(&'e dyn fmt::Display);
+#[derive(Clone, Copy)]
+pub(super) struct DisplayedD1Cause<'e>(&'e dyn fmt::Display);
 
 impl fmt::Display for DisplayedD1Cause<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -248,24 +261,6 @@ mod tests {
     use super::*;
     use worker::wasm_bindgen::JsValue;
 
-    /// A stand-in for the classifier's reading of one message: the documented phrase and the
-    /// SQLite code it looks for, at the start after D1's prefixes.
-    fn text_class(text: &dyn fmt::Display) -> Option<FailureClass> {
-        let text = text.to_string();
-        let message = text
-            .trim_start_matches("Error: ")
-            .trim_start_matches("D1_ERROR: ");
-        if message.starts_with("Network connection lost.") {
-            Some(FailureClass::MaybeExecuted)
-        } else if message.starts_with("D1 DB is overloaded. Too many requests queued.") {
-            Some(FailureClass::NotExecuted)
-        } else if text.contains("SQLITE_") {
-            Some(FailureClass::Permanent)
-        } else {
-            None
-        }
-    }
-
     /// What `all()` returns for a real D1 failure. `original` is the JavaScript error,
     /// which native tests cannot create; `undefined` needs no JavaScript to hold or drop.
     fn unknown_js(message: &str, cause: Option<Error>) -> Error {
@@ -278,12 +273,13 @@ mod tests {
         }
     }
 
+    /// `Some(verdict)` when this module reads the link, `None` when it leaves it to `Display`.
     fn class_of(link: &(dyn StdError + 'static)) -> Option<Option<FailureClass>> {
-        link_class(link, text_class)
+        WorkerLink::of(link).map(WorkerLink::class)
     }
 
     fn log_text(link: &(dyn StdError + 'static)) -> Option<String> {
-        link_text(link).map(|text| text.to_string())
+        WorkerLink::of(link).map(|text| text.to_string())
     }
 
     /// A user error that forwards `Display` and `source()`, as `#[error(transparent)]` does.

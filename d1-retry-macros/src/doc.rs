@@ -1,0 +1,124 @@
+//! The verdict, shown where users look: a doc paragraph added to the function, which
+//! rustdoc and an editor's hover display.
+
+use crate::executions::{Execution, Found, Mode};
+use crate::sql::Sql;
+
+/// The paragraph for a function whose executions are `found`; `retries` is the number of
+/// retries a call may make in all, as the user would say it.
+pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
+    match mode {
+        Mode::WholeBody { read_only } => {
+            let option = if read_only { "read_only" } else { "idempotent" };
+            let why = if read_only {
+                "the function only reads"
+            } else {
+                "running the body twice is declared safe"
+            };
+            format!(
+                "\n\n**Retries** (`#[d1_retry({option})]`): the whole body is run again after \
+                 any transient D1 failure ({why}), {retries} in all; D1 calls inside it do \
+                 not retry on their own."
+            )
+        }
+        Mode::PerCall => {
+            let count = found.executions.len();
+            let plural = if count == 1 { "" } else { "s" };
+            let mut text = format!(
+                "\n\n**Retries** (`#[d1_retry]`): {count} call{plural} named like D1 \
+                 executions, each retried on its own if its receiver is a `D1Receiver` (a D1 \
+                 statement, session or database):"
+            );
+            for execution in &found.executions {
+                text.push_str("\n- ");
+                text.push_str(&line(execution));
+            }
+            text.push_str(&format!(
+                "\n\nThey share {retries} in all; nothing else in the body runs twice."
+            ));
+            text
+        }
+    }
+}
+
+fn line(execution: &Execution) -> String {
+    let what = execution
+        .sql
+        .iter()
+        .map(describe)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = if what.is_empty() {
+        String::new()
+    } else {
+        format!(" {what}")
+    };
+    let method = &execution.method;
+    if !execution.rewritten {
+        return format!(
+            "`{method}`{what}: not retried (neither awaited where it is written nor called on \
+             a variable or field)"
+        );
+    }
+    format!("`{method}`{what} ({})", verdict(&execution.sql))
+}
+
+fn describe(sql: &Sql) -> String {
+    match sql {
+        Sql::Literal { text, .. } => format!("`{}`", summary(text)),
+        Sql::Const(expr) => {
+            let text = quote::ToTokens::to_token_stream(expr).to_string().replace(' ', "");
+            format!("`{text}` (a constant)")
+        }
+        Sql::Dynamic => "dynamic SQL (scanned when it is prepared)".to_owned(),
+        Sql::Unseen => "SQL out of sight (counted as a write)".to_owned(),
+    }
+}
+
+fn verdict(sql: &[Sql]) -> &'static str {
+    let all_read = sql
+        .iter()
+        .all(|sql| matches!(sql, Sql::Literal { read_only: true, .. }));
+    let writes = sql.iter().any(|sql| {
+        matches!(sql, Sql::Unseen | Sql::Literal { read_only: false, .. })
+    });
+    if all_read {
+        "read-only: retried after any transient failure"
+    } else if writes {
+        "may write: retried only when D1 was not reached"
+    } else {
+        "retried after any transient failure if its SQL is read-only, else only when D1 was \
+         not reached"
+    }
+}
+
+/// The SQL's words, blanks collapsed, cut after about 40 characters.
+fn summary(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = String::new();
+    for word in words {
+        if out.len() + word.len() > 40 {
+            out.push_str(" ..");
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out.replace('`', "'")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_sql_is_cut_between_words() {
+        assert_eq!(summary("SELECT id,\n  name FROM users"), "SELECT id, name FROM users");
+        assert_eq!(
+            summary("SELECT id, name, email, created_at, updated_at FROM users WHERE id = ?1"),
+            "SELECT id, name, email, created_at, ..",
+        );
+    }
+}

@@ -1,0 +1,761 @@
+//! The D1 executions of a body: found by name, judged by their SQL, and rewritten so that
+//! each is retried on its own.
+//!
+//! An execution is a call of `first`, `all`, `run`, `raw`, `raw_js_value`, `batch`,
+//! `exec` or `dump`, or an `.await` on a statement. The attribute cannot see types, so a
+//! rewritten call goes through the runtime's receiver dispatch, which retries it only if
+//! the receiver is a `D1Receiver` and otherwise makes the call exactly as written.
+//!
+//! A call is rewritten only where the rewrite cannot break code that compiles: awaited
+//! where it is written (its receiver is bound in a `match`, whose temporaries live as long
+//! as the original ones), or with a variable or field as receiver (used in place). Its
+//! receiver chain and arguments are evaluated once, as written; only the call is made
+//! again, with clones of the arguments.
+
+use std::collections::HashMap;
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::visit_mut::{self, VisitMut};
+use syn::{Block, Expr, ExprMethodCall, Ident, Local, Macro, Pat, Stmt, Token};
+
+use crate::sql::{Sql, judge};
+
+/// Method names that run SQL on a D1 statement, session or database.
+const EXECUTIONS: [&str; 8] = [
+    "first",
+    "all",
+    "run",
+    "raw",
+    "raw_js_value",
+    "batch",
+    "exec",
+    "dump",
+];
+
+/// How the body is retried.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Each execution on its own (the default).
+    PerCall,
+    /// The whole body, which the user vouched for: executions are found and judged but
+    /// not rewritten; under `read_only`, dynamic SQL is observed by the attempt.
+    WholeBody { read_only: bool },
+}
+
+/// One execution found in the body.
+pub(crate) struct Execution {
+    /// `first`, `batch`, ... or `.await` for a statement awaited directly.
+    pub(crate) method: String,
+    /// The SQL of the statements it runs (a `batch` runs several).
+    pub(crate) sql: Vec<Sql>,
+    /// Whether the call was rewritten to be retried (per-call mode only).
+    pub(crate) rewritten: bool,
+}
+
+/// What the expansion's generated code is called and where the runtime is.
+pub(crate) struct Names {
+    /// `::d1_retry::__private`, or the `crate = ".."` path's.
+    pub(crate) private: TokenStream,
+    /// The `&Call` every rewritten execution shares.
+    pub(crate) call: Ident,
+    /// `&Call::new(..)`: a schedule of its own for an `async move` block, which may have
+    /// to outlive the function.
+    pub(crate) call_init: TokenStream,
+    /// The whole-body attempt record that observes dynamic SQL under `read_only`.
+    pub(crate) attempt: Ident,
+}
+
+/// What the body holds.
+pub(crate) struct Found {
+    pub(crate) executions: Vec<Execution>,
+    /// Every SQL text handed to `prepare` or `exec` in the body, judged.
+    pub(crate) sql: Vec<Sql>,
+}
+
+/// Finds the executions of `block` and, in per-call mode, rewrites them.
+pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Ident]) -> Found {
+    let mut bindings = Bindings::default();
+    for param in params {
+        bindings.bound(param);
+    }
+    bindings.visit_block(block);
+    let mut finder = Finder {
+        mode,
+        names,
+        bindings,
+        statements: HashMap::new(),
+        executions: Vec::new(),
+        all_sql: Vec::new(),
+        in_move_closure: false,
+        next_slot: 0,
+    };
+    finder.visit_block_mut(block);
+    Found {
+        executions: finder.executions,
+        sql: finder.all_sql,
+    }
+}
+
+/// How often each name is bound or assigned in the body: a statement variable is
+/// followed only when its name is bound once and never assigned.
+#[derive(Default)]
+struct Bindings {
+    counts: HashMap<String, usize>,
+}
+
+impl Bindings {
+    fn bound(&mut self, ident: &Ident) {
+        *self.counts.entry(ident.to_string()).or_default() += 1;
+    }
+
+    fn unique(&self, ident: &Ident) -> bool {
+        self.counts.get(&ident.to_string()) == Some(&1)
+    }
+}
+
+impl Visit<'_> for Bindings {
+    fn visit_pat_ident(&mut self, pat: &syn::PatIdent) {
+        self.bound(&pat.ident);
+        visit::visit_pat_ident(self, pat);
+    }
+
+    fn visit_expr_assign(&mut self, assign: &syn::ExprAssign) {
+        if let Expr::Path(path) = &*assign.left
+            && let Some(ident) = path.path.get_ident()
+        {
+            // Counted as a second binding: the name no longer means one statement.
+            self.bound(ident);
+            self.bound(ident);
+        }
+        visit::visit_expr_assign(self, assign);
+    }
+
+    fn visit_item(&mut self, _: &syn::Item) {}
+}
+
+/// What is known of a statement variable's SQL.
+#[derive(Clone)]
+struct Known {
+    sql: Sql,
+    /// The slot its dynamic SQL was scanned into.
+    slot: Option<Ident>,
+}
+
+struct Finder<'a> {
+    mode: Mode,
+    names: &'a Names,
+    bindings: Bindings,
+    /// `let stmt = db.prepare(..)` bindings seen so far.
+    statements: HashMap<String, Known>,
+    executions: Vec<Execution>,
+    all_sql: Vec<Sql>,
+    in_move_closure: bool,
+    next_slot: usize,
+}
+
+/// The statements an execution runs, and the dynamic SQL to scan on the way.
+struct Statements {
+    sql: Vec<Sql>,
+    /// Slots of statement variables, read at the execution.
+    known_slots: Vec<Ident>,
+    /// Dynamic SQL arguments inside the execution's own expression, scanned into the
+    /// execution's slot.
+    scans: usize,
+}
+
+impl Finder<'_> {
+    fn fresh_slot(&mut self, hint: &str) -> Ident {
+        self.next_slot += 1;
+        format_ident!("__d1_retry_sql_{}_{}", hint, self.next_slot, span = Span::mixed_site())
+    }
+
+    /// What a statement expression runs: follows `prepare(..)`, `Type::prepare(db, ..)`,
+    /// `query!(db, ..)`, `.bind(..)`, `?` and statement variables. In per-call mode the
+    /// dynamic SQL met on the way is wrapped to be scanned into `slot`.
+    fn statement(&mut self, expr: &mut Expr, slot: Option<&Ident>, out: &mut Statements) {
+        match expr {
+            Expr::Paren(inner) => self.statement(&mut inner.expr, slot, out),
+            Expr::Group(inner) => self.statement(&mut inner.expr, slot, out),
+            Expr::Try(inner) => self.statement(&mut inner.expr, slot, out),
+            Expr::Reference(inner) => self.statement(&mut inner.expr, slot, out),
+            Expr::MethodCall(call)
+                if matches!(call.method.to_string().as_str(), "bind" | "bind_refs")
+                    || (call.method == "clone" && call.args.is_empty()) =>
+            {
+                self.statement(&mut call.receiver, slot, out);
+            }
+            Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
+                if let Some(sql) = call.args.first_mut() {
+                    self.sql_argument(sql, slot, out);
+                }
+            }
+            Expr::Call(call) if is_prepare_path(&call.func) && !call.args.is_empty() => {
+                // `D1Database::prepare(&db, sql)`: the SQL comes after the database.
+                let index = call.args.len().min(2) - 1;
+                if let Some(sql) = call.args.iter_mut().nth(index) {
+                    self.sql_argument(sql, slot, out);
+                }
+            }
+            Expr::Macro(mac) if mac.mac.path.segments.last().is_some_and(|s| s.ident == "query") => {
+                // workers-rs's `query!(db, sql, args..)`: its SQL is the second argument,
+                // out of reach for a rewrite, so only literals and constants are known.
+                let args = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
+                let sql = match args.ok().and_then(|args| args.into_iter().nth(1)) {
+                    Some(sql) => match judge(&sql) {
+                        Sql::Dynamic => Sql::Unseen,
+                        known => known,
+                    },
+                    None => Sql::Unseen,
+                };
+                out.sql.push(sql);
+            }
+            Expr::Path(path) if path.qself.is_none() => {
+                let known = path
+                    .path
+                    .get_ident()
+                    .filter(|ident| self.bindings.unique(ident))
+                    .and_then(|ident| self.statements.get(&ident.to_string()))
+                    .cloned();
+                match known {
+                    Some(Known { sql, slot }) => {
+                        out.sql.push(sql);
+                        out.known_slots.extend(slot);
+                    }
+                    None => out.sql.push(Sql::Unseen),
+                }
+            }
+            _ => out.sql.push(Sql::Unseen),
+        }
+    }
+
+    /// Judges SQL handed to `prepare` or `exec`, wrapping dynamic SQL to be scanned
+    /// (per-call) or observed (whole-body `read_only`), and constant SQL to be checked
+    /// (whole-body `read_only`).
+    fn sql_argument(&mut self, sql: &mut Expr, slot: Option<&Ident>, out: &mut Statements) {
+        let judged = judge(sql);
+        let span = sql.span();
+        let private = &self.names.private;
+        match (&judged, self.mode) {
+            (Sql::Dynamic, Mode::PerCall) => match slot {
+                Some(slot) => {
+                    let value = Ident::new("__d1_retry_sql_value", Span::mixed_site());
+                    *sql = Expr::Verbatim(quote_spanned! {span=>
+                        match #sql {
+                            #value => {
+                                #[allow(unused_imports)]
+                                use #private::{ViaSqlOther as _, ViaSqlText as _};
+                                (&&#private::SqlProbe(&#value)).d1_scan(&#slot);
+                                #value
+                            }
+                        }
+                    });
+                    out.scans += 1;
+                }
+                None => {
+                    // Not rewritten: the SQL is not scanned, so it counts as a write.
+                    self.all_sql.push(judged);
+                    out.sql.push(Sql::Unseen);
+                    return;
+                }
+            },
+            (Sql::Dynamic, Mode::WholeBody { read_only: true }) => {
+                let attempt = Ident::new(
+                    &self.names.attempt.to_string(),
+                    self.names.attempt.span().located_at(span),
+                );
+                let method = Ident::new("observe", span);
+                *sql = Expr::Verbatim(quote!(#attempt.#method(#sql)));
+            }
+            (Sql::Const(expr), Mode::WholeBody { read_only: true }) => {
+                let message = READ_ONLY_CONST_WRITE;
+                *sql = Expr::Verbatim(quote_spanned! {expr.span()=>
+                    {
+                        const {
+                            if !#private::is_read_only(#expr) {
+                                ::core::panic!(#message);
+                            }
+                        };
+                        #sql
+                    }
+                });
+            }
+            _ => {}
+        }
+        self.all_sql.push(judged.clone());
+        out.sql.push(judged);
+    }
+
+    /// The `Access` expression of statements: known at compile time where the SQL is
+    /// visible, read from slots where it was scanned.
+    fn access(&self, statements: &Statements, slot: Option<&Ident>) -> TokenStream {
+        let private = &self.names.private;
+        let mut parts: Vec<TokenStream> = statements
+            .sql
+            .iter()
+            .filter_map(|sql| match sql {
+                Sql::Literal { read_only, .. } => Some(quote!(#private::Access::judged(#read_only))),
+                Sql::Const(expr) => Some(quote_spanned! {expr.span()=>
+                    #private::Access::judged(const { #private::is_read_only(#expr) })
+                }),
+                Sql::Unseen => Some(quote!(#private::Access::Unseen)),
+                // Read from the slots below.
+                Sql::Dynamic => None,
+            })
+            .collect();
+        for known in &statements.known_slots {
+            parts.push(quote!(#known.access()));
+        }
+        if statements.scans > 0
+            && let Some(slot) = slot
+        {
+            parts.push(quote!(#slot.access()));
+        }
+        let mut parts = parts.into_iter();
+        let first = parts
+            .next()
+            .unwrap_or_else(|| quote!(#private::Access::ReadOnly));
+        parts.fold(first, |access, part| quote!(#access.and(#part)))
+    }
+
+    /// Reads a `batch(..)` argument: `vec![..]` or `[..]` of statements is seen through;
+    /// anything else (a `Vec` built elsewhere) is out of sight.
+    fn batch_statements(&mut self, arg: &mut Expr, slot: Option<&Ident>, out: &mut Statements) {
+        match arg {
+            Expr::Array(array) => {
+                for element in &mut array.elems {
+                    self.statement(element, slot, out);
+                }
+            }
+            Expr::Macro(mac) if mac.mac.path.is_ident("vec") => {
+                let parsed = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
+                match parsed {
+                    Ok(mut elements) if !elements.is_empty() => {
+                        for element in &mut elements {
+                            self.statement(element, slot, out);
+                        }
+                        mac.mac.tokens = elements.into_token_stream();
+                    }
+                    _ => out.sql.push(Sql::Unseen),
+                }
+            }
+            Expr::Paren(inner) => self.batch_statements(&mut inner.expr, slot, out),
+            Expr::Group(inner) => self.batch_statements(&mut inner.expr, slot, out),
+            _ => out.sql.push(Sql::Unseen),
+        }
+    }
+
+    /// Handles an execution call; `awaited` when `.await` follows it where it is written.
+    /// Returns the rewritten expression (without the `.await`), or `None` to leave it.
+    fn execution(&mut self, call: &mut ExprMethodCall, awaited: bool) -> Option<TokenStream> {
+        let method = call.method.to_string();
+        let span = call.method.span();
+        let mut statements = Statements {
+            sql: Vec::new(),
+            known_slots: Vec::new(),
+            scans: 0,
+        };
+        if self.mode != Mode::PerCall {
+            // The whole body is retried: `prepare` and `exec` SQL is judged where it is
+            // passed (see `whole_body_sql`), and the call stays as written.
+            if method == "exec"
+                && let Some(arg) = call.args.first_mut()
+            {
+                self.sql_argument(arg, None, &mut statements);
+            }
+            self.executions.push(Execution {
+                method,
+                sql: statements.sql,
+                rewritten: false,
+            });
+            return None;
+        }
+        let place = is_place(&call.receiver);
+        let rewritable = awaited || (place && !self.in_move_closure);
+        let slot = self.fresh_slot("call");
+        let scan_into = rewritable.then_some(&slot);
+        match method.as_str() {
+            "batch" => {
+                if let Some(arg) = call.args.first_mut() {
+                    self.batch_statements(arg, scan_into, &mut statements);
+                }
+            }
+            "exec" => {
+                if let Some(arg) = call.args.first_mut() {
+                    self.sql_argument(arg, scan_into, &mut statements);
+                }
+            }
+            // Dumping reads the whole database.
+            "dump" => statements.sql.push(Sql::Literal {
+                text: "dump".to_owned(),
+                read_only: true,
+                span,
+            }),
+            _ => self.statement(&mut call.receiver, scan_into, &mut statements),
+        }
+        self.executions.push(Execution {
+            method,
+            sql: statements.sql.clone(),
+            rewritten: rewritable,
+        });
+        if !rewritable {
+            return None;
+        }
+        let access = self.access(&statements, Some(&slot));
+        let private = &self.names.private;
+        let call_ident = &self.names.call;
+        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let args: Vec<Ident> = (0..call.args.len())
+            .map(|i| format_ident!("__d1_retry_arg{}", i, span = Span::mixed_site()))
+            .collect();
+        let values: Vec<&Expr> = call.args.iter().collect();
+        let name = &call.method;
+        let turbofish = &call.turbofish;
+        let error = Ident::new("__d1_retry_error", Span::mixed_site());
+        let dot = call.dot_token;
+        let site = |receiver: &TokenStream| {
+            quote_spanned! {span=>
+                (&&#private::Receiver::of(&#receiver)).d1_site()
+                    .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                    .classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure())
+            }
+        };
+        let receiver = &call.receiver;
+        let body = if place {
+            let site = site(&receiver.to_token_stream());
+            if awaited { quote!(#site.await) } else { site }
+        } else {
+            let site = site(&recv.to_token_stream());
+            let site = if awaited { quote!(#site.await) } else { site };
+            quote! {
+                match #receiver {
+                    #[allow(unused_mut)]
+                    mut #recv => #site
+                }
+            }
+        };
+        Some(self.with_slot(body, &slot, statements.scans))
+    }
+
+    /// In whole-body mode, SQL handed to `prepare` anywhere in the body (a `let`, a
+    /// helper's argument) is judged, so that `read_only` is checked against all of it.
+    fn whole_body_sql(&mut self, expr: &mut Expr) {
+        let mut statements = Statements {
+            sql: Vec::new(),
+            known_slots: Vec::new(),
+            scans: 0,
+        };
+        match expr {
+            Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
+                if let Some(sql) = call.args.first_mut() {
+                    self.sql_argument(sql, None, &mut statements);
+                }
+            }
+            Expr::Call(call) if is_prepare_path(&call.func) && !call.args.is_empty() => {
+                let index = call.args.len().min(2) - 1;
+                if let Some(sql) = call.args.iter_mut().nth(index) {
+                    self.sql_argument(sql, None, &mut statements);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `statement.await`: the statement is `IntoFuture`, and a retry awaits a clone.
+    fn awaited_statement(&mut self, base: &mut Expr) -> Option<TokenStream> {
+        if self.mode != Mode::PerCall || !statement_like(base) {
+            return None;
+        }
+        let slot = self.fresh_slot("await");
+        let mut statements = Statements {
+            sql: Vec::new(),
+            known_slots: Vec::new(),
+            scans: 0,
+        };
+        self.statement(base, Some(&slot), &mut statements);
+        self.executions.push(Execution {
+            method: ".await".to_owned(),
+            sql: statements.sql.clone(),
+            rewritten: true,
+        });
+        let access = self.access(&statements, Some(&slot));
+        let private = &self.names.private;
+        let call_ident = &self.names.call;
+        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let error = Ident::new("__d1_retry_error", Span::mixed_site());
+        let span = base.span();
+        let body = quote_spanned! {span=>
+            match #base {
+                #recv => (&&#private::Receiver::of(&#recv)).d1_site()
+                    .awaited(#call_ident, #access, #recv)
+                    .classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure())
+                    .await
+            }
+        };
+        Some(self.with_slot(body, &slot, statements.scans))
+    }
+
+    fn with_slot(&self, body: TokenStream, slot: &Ident, scans: usize) -> TokenStream {
+        if scans == 0 {
+            return body;
+        }
+        let private = &self.names.private;
+        quote! {
+            match #private::SqlSlot::new() {
+                #slot => #body
+            }
+        }
+    }
+
+    /// A `let stmt = <statement>;` whose SQL later executions of `stmt` can be judged by.
+    fn statement_binding(&mut self, local: &mut Local) -> Option<Stmt> {
+        let ident = match &local.pat {
+            Pat::Ident(pat) if pat.subpat.is_none() => pat.ident.clone(),
+            Pat::Type(typed) => match &*typed.pat {
+                Pat::Ident(pat) if pat.subpat.is_none() => pat.ident.clone(),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let init = local.init.as_mut()?;
+        if init.diverge.is_some() || !self.bindings.unique(&ident) || !statement_like(&init.expr) {
+            return None;
+        }
+        if matches!(&*init.expr, Expr::Path(_)) {
+            return None;
+        }
+        let slot = self.fresh_slot(&ident.to_string());
+        let mut statements = Statements {
+            sql: Vec::new(),
+            known_slots: Vec::new(),
+            scans: 0,
+        };
+        self.statement(&mut init.expr, Some(&slot), &mut statements);
+        let sql = match statements.sql.as_slice() {
+            [sql] => sql.clone(),
+            _ => Sql::Unseen,
+        };
+        let mut known_slot = statements.known_slots.first().cloned();
+        let declaration = (statements.scans > 0).then(|| {
+            known_slot = Some(slot.clone());
+            let private = &self.names.private;
+            syn::parse_quote!(let #slot = #private::SqlSlot::new();)
+        });
+        self.statements.insert(
+            ident.to_string(),
+            Known {
+                sql,
+                slot: known_slot,
+            },
+        );
+        declaration
+    }
+}
+
+impl VisitMut for Finder<'_> {
+    fn visit_block_mut(&mut self, block: &mut Block) {
+        let mut stmts = Vec::with_capacity(block.stmts.len());
+        for mut stmt in core::mem::take(&mut block.stmts) {
+            if let Stmt::Local(local) = &mut stmt {
+                // The initialiser first: executions inside it are its own.
+                if let Some(init) = &mut local.init {
+                    self.visit_expr_mut(&mut init.expr);
+                    if let Some((_, diverge)) = &mut init.diverge {
+                        self.visit_expr_mut(diverge);
+                    }
+                }
+                if self.mode == Mode::PerCall
+                    && let Some(declaration) = self.statement_binding(local)
+                {
+                    stmts.push(declaration);
+                }
+                stmts.push(stmt);
+                continue;
+            }
+            self.visit_stmt_mut(&mut stmt);
+            stmts.push(stmt);
+        }
+        block.stmts = stmts;
+    }
+
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        match expr {
+            Expr::Await(awaited) => {
+                let base = strip_parens_mut(&mut awaited.base);
+                if let Expr::MethodCall(call) = base
+                    && is_execution(call)
+                {
+                    visit_mut::visit_expr_method_call_mut(self, call);
+                    if let Some(rewritten) = self.execution(call, true) {
+                        *expr = Expr::Verbatim(rewritten);
+                    }
+                    return;
+                }
+                self.visit_expr_mut(base);
+                if let Some(rewritten) = self.awaited_statement(base) {
+                    *expr = Expr::Verbatim(rewritten);
+                }
+            }
+            Expr::MethodCall(call) if is_execution(call) => {
+                visit_mut::visit_expr_method_call_mut(self, call);
+                if let Some(rewritten) = self.execution(call, false) {
+                    *expr = Expr::Verbatim(rewritten);
+                }
+            }
+            Expr::MethodCall(_) | Expr::Call(_) if self.mode != Mode::PerCall => {
+                visit_mut::visit_expr_mut(self, expr);
+                self.whole_body_sql(expr);
+            }
+            Expr::Array(array) => {
+                // An element's type must stay the plain call's: `[a.run(), b.run()]`.
+                for element in &mut array.elems {
+                    self.visit_element(element);
+                }
+            }
+            Expr::Async(block) if block.capture.is_some() => {
+                let before = self.executions.len();
+                // The block gets a schedule of its own, so it may outlive the function.
+                let outer = core::mem::replace(&mut self.in_move_closure, false);
+                visit_mut::visit_expr_async_mut(self, block);
+                self.in_move_closure = outer;
+                if self.executions[before..].iter().any(|e| e.rewritten) {
+                    let call = &self.names.call;
+                    let init = &self.names.call_init;
+                    block.block.stmts.insert(0, syn::parse_quote!(let #call = #init;));
+                }
+            }
+            Expr::Closure(closure) => {
+                let outer = self.in_move_closure;
+                self.in_move_closure = if closure.asyncness.is_some() {
+                    closure.capture.is_none() && outer
+                } else {
+                    outer || closure.capture.is_some()
+                };
+                let before = self.executions.len();
+                visit_mut::visit_expr_closure_mut(self, closure);
+                self.in_move_closure = outer;
+                if closure.capture.is_some()
+                    && closure.asyncness.is_some()
+                    && self.executions[before..].iter().any(|e| e.rewritten)
+                {
+                    let call = &self.names.call;
+                    let init = &self.names.call_init;
+                    let body = &closure.body;
+                    closure.body = Box::new(syn::parse_quote!({ let #call = #init; #body }));
+                }
+            }
+            _ => visit_mut::visit_expr_mut(self, expr),
+        }
+    }
+
+    fn visit_macro_mut(&mut self, mac: &mut Macro) {
+        let is_vec = mac.path.is_ident("vec");
+        let parsed = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.tokens.clone());
+        if let Ok(mut args) = parsed {
+            for arg in &mut args {
+                if is_vec {
+                    self.visit_element(arg);
+                } else {
+                    self.visit_expr_mut(arg);
+                }
+            }
+            mac.tokens = args.into_token_stream();
+            return;
+        }
+        let repeat = (|input: syn::parse::ParseStream<'_>| {
+            let element: Expr = input.parse()?;
+            let semi: Token![;] = input.parse()?;
+            let count: Expr = input.parse()?;
+            Ok((element, semi, count))
+        })
+        .parse2(mac.tokens.clone());
+        if let Ok((mut element, semi, count)) = repeat {
+            self.visit_element(&mut element);
+            mac.tokens = quote!(#element #semi #count);
+        }
+        // Any other macro's tokens are not expressions: calls inside are not seen, and
+        // run as written.
+    }
+
+    // Nested items (fns, impls, consts) are not run by this body.
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+impl Finder<'_> {
+    /// Visits an element of an array or `vec!`, whose non-awaited executions stay as
+    /// written so that all elements keep one type.
+    fn visit_element(&mut self, element: &mut Expr) {
+        if let Expr::MethodCall(call) = strip_parens_mut(element)
+            && is_execution(call)
+        {
+            visit_mut::visit_expr_method_call_mut(self, call);
+            self.executions.push(Execution {
+                method: call.method.to_string(),
+                sql: vec![Sql::Unseen],
+                rewritten: false,
+            });
+            return;
+        }
+        self.visit_expr_mut(element);
+    }
+}
+
+fn strip_parens_mut(expr: &mut Expr) -> &mut Expr {
+    match expr {
+        Expr::Paren(inner) => strip_parens_mut(&mut inner.expr),
+        Expr::Group(inner) => strip_parens_mut(&mut inner.expr),
+        other => other,
+    }
+}
+
+fn is_execution(call: &ExprMethodCall) -> bool {
+    let method = call.method.to_string();
+    if !EXECUTIONS.contains(&method.as_str()) {
+        return false;
+    }
+    match method.as_str() {
+        "batch" | "exec" => call.args.len() == 1,
+        "first" => call.args.len() <= 1,
+        _ => call.args.is_empty(),
+    }
+}
+
+fn is_prepare_path(func: &Expr) -> bool {
+    matches!(func, Expr::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "prepare"))
+}
+
+/// A variable, `self`, or a field of one: used in place, never moved by the rewrite.
+fn is_place(expr: &Expr) -> bool {
+    match expr {
+        Expr::Path(path) => path.qself.is_none() && path.path.segments.len() == 1,
+        Expr::Field(field) => is_place(&field.base),
+        Expr::Paren(inner) => is_place(&inner.expr),
+        Expr::Group(inner) => is_place(&inner.expr),
+        _ => false,
+    }
+}
+
+/// An expression that may be a statement: a variable, a field, or a `prepare(..)`,
+/// `.bind(..)`, `query!(..)` chain.
+fn statement_like(expr: &Expr) -> bool {
+    match expr {
+        Expr::Paren(inner) => statement_like(&inner.expr),
+        Expr::Group(inner) => statement_like(&inner.expr),
+        Expr::Try(inner) => statement_like(&inner.expr),
+        Expr::MethodCall(call) => {
+            matches!(call.method.to_string().as_str(), "bind" | "bind_refs" | "prepare")
+        }
+        Expr::Call(call) => is_prepare_path(&call.func),
+        Expr::Macro(mac) => mac.mac.path.segments.last().is_some_and(|s| s.ident == "query"),
+        other => is_place(other),
+    }
+}
+
+const READ_ONLY_CONST_WRITE: &str = "#[d1_retry(read_only)]: this SQL constant may write; \
+     remove `read_only` (each execution is then retried on its own, a write only when D1 \
+     was not reached), or, if running the whole body twice is safe, write \
+     #[d1_retry(idempotent)] instead";

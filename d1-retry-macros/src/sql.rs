@@ -1,0 +1,178 @@
+//! What can be told about a statement's SQL before the program runs.
+
+use proc_macro2::{Span, TokenStream};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, Lit, Token, UnOp};
+
+/// What is known about one statement's SQL.
+#[derive(Clone)]
+pub(crate) enum Sql {
+    /// Read at expansion time: a literal, a raw string, `concat!` of literals.
+    Literal {
+        text: String,
+        read_only: bool,
+        span: Span,
+    },
+    /// A constant expression (a path to a `const &str`, a `concat!` with macros in it),
+    /// judged by the compiler through the `const fn` scanner where it is used, so that a
+    /// function-local `const` or a shadowing one is the one judged.
+    Const(Expr),
+    /// Computed at run time: scanned where it is handed to `prepare` or `exec`.
+    Dynamic,
+    /// Out of sight (a statement built by a helper, passed in, collected into a `Vec`,
+    /// or prepared inside a macro): counted as a write.
+    Unseen,
+}
+
+impl Sql {
+    /// A literal that may write: where `read_only` is refused at compile time.
+    pub(crate) fn literal_write(&self) -> Option<Span> {
+        match self {
+            Sql::Literal {
+                read_only: false,
+                span,
+                ..
+            } => Some(*span),
+            _ => None,
+        }
+    }
+}
+
+/// Judges the SQL argument `sql`.
+pub(crate) fn judge(sql: &Expr) -> Sql {
+    match sql {
+        Expr::Group(group) => judge(&group.expr),
+        Expr::Paren(paren) => judge(&paren.expr),
+        Expr::Reference(reference) => match judge(&reference.expr) {
+            // `&CONST` judged as `CONST`.
+            Sql::Const(_) => Sql::Const((*reference.expr).clone()),
+            other => other,
+        },
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => literal(text.value(), text.span()),
+        Expr::Macro(mac) if mac.mac.path.is_ident("concat") => {
+            match concat_literals(&mac.mac.tokens) {
+                Some(text) => literal(text, mac.span()),
+                None => Sql::Const(sql.clone()),
+            }
+        }
+        Expr::Path(path) if path.qself.is_some() || looks_constant(&path.path) => {
+            Sql::Const(sql.clone())
+        }
+        _ => Sql::Dynamic,
+    }
+}
+
+fn literal(text: String, span: Span) -> Sql {
+    Sql::Literal {
+        read_only: d1_retry_runtime::is_read_only(&text),
+        text,
+        span,
+    }
+}
+
+/// `SQL`, `queries::FIND`, `Self::FIND`, `E::FIND`: a constant by Rust's naming, or a path
+/// that cannot name a local variable. A lone lowercase name is a variable: dynamic.
+pub(crate) fn looks_constant(path: &syn::Path) -> bool {
+    if path.segments.len() > 1 || path.leading_colon.is_some() {
+        return true;
+    }
+    path.segments.last().is_some_and(|last| {
+        let name = last.ident.to_string();
+        name.chars().any(|c| c.is_ascii_uppercase())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    })
+}
+
+/// The text of `concat!(..)` when every argument is a literal.
+fn concat_literals(tokens: &TokenStream) -> Option<String> {
+    let args = Punctuated::<Expr, Token![,]>::parse_terminated
+        .parse2(tokens.clone())
+        .ok()?;
+    let mut text = String::new();
+    for arg in &args {
+        let (negative, lit) = match arg {
+            Expr::Lit(lit) => (false, &lit.lit),
+            Expr::Unary(unary) if matches!(unary.op, UnOp::Neg(_)) => match &*unary.expr {
+                Expr::Lit(lit) => (true, &lit.lit),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        if negative {
+            text.push('-');
+        }
+        match lit {
+            Lit::Str(s) => text.push_str(&s.value()),
+            Lit::Int(i) => text.push_str(i.base10_digits()),
+            Lit::Float(f) => text.push_str(f.base10_digits()),
+            Lit::Bool(b) => text.push_str(if b.value { "true" } else { "false" }),
+            Lit::Char(c) => text.push(c.value()),
+            _ => return None,
+        }
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(sql: &str) -> &'static str {
+        let expr: Expr = syn::parse_str(sql).unwrap_or_else(|e| panic!("{e}: {sql}"));
+        match judge(&expr) {
+            Sql::Literal {
+                read_only: true, ..
+            } => "read",
+            Sql::Literal { .. } => "write",
+            Sql::Const(_) => "const",
+            Sql::Dynamic => "dynamic",
+            Sql::Unseen => "unseen",
+        }
+    }
+
+    #[test]
+    fn literals_constants_and_variables() {
+        assert_eq!(kind(r#""SELECT 1""#), "read");
+        assert_eq!(kind(r#"r"DELETE FROM t""#), "write");
+        assert_eq!(kind(r#"("DELETE FROM t")"#), "write");
+        assert_eq!(kind(r#"concat!("SELECT ", 1, " FROM t")"#), "read");
+        assert_eq!(kind(r#"concat!("SELECT ", env!("X"))"#), "const");
+        assert_eq!(kind("SQL"), "const");
+        assert_eq!(kind("queries::FIND"), "const");
+        assert_eq!(kind("&Self::FIND"), "const");
+        assert_eq!(kind("<E as Entity>::FIND"), "const");
+        assert_eq!(kind("sql"), "dynamic");
+        assert_eq!(kind("&sql"), "dynamic");
+        assert_eq!(kind(r#"format!("SELECT {}", 1)"#), "dynamic");
+    }
+
+    #[test]
+    fn constants_are_told_from_variables_by_their_names() {
+        let path = |s: &str| syn::parse_str::<syn::Path>(s).unwrap_or_else(|e| panic!("{e}"));
+        assert!(looks_constant(&path("SQL")));
+        assert!(looks_constant(&path("FIND_BY_ID_2")));
+        assert!(looks_constant(&path("queries::find")));
+        assert!(looks_constant(&path("::app::SQL")));
+        assert!(!looks_constant(&path("sql")));
+        assert!(!looks_constant(&path("Sql")));
+        assert!(!looks_constant(&path("s2")));
+    }
+
+    #[test]
+    fn concat_of_literals_is_evaluated() {
+        let tokens = |s: &str| s.parse::<TokenStream>().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            concat_literals(&tokens(r#""SELECT ", 1, " + ", -2.5, ' ', true"#)).as_deref(),
+            Some("SELECT 1 + -2.5 true")
+        );
+        assert_eq!(concat_literals(&tokens(r#""a", env!("B")"#)), None);
+        assert_eq!(concat_literals(&tokens(r#""a", !true"#)), None);
+    }
+}

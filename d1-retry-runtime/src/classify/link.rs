@@ -1,0 +1,68 @@
+//! One link of an error chain, read the way its type calls for.
+//!
+//! Why a type of its own: with the `worker` feature, a `worker::Error` must be read from the
+//! JavaScript texts it carries instead of its `Display` (a D1 variant's is a `Debug` dump,
+//! and `D1Error`'s own `Display` panics). Deciding how to read a link costs a downcast and a
+//! few bytes of formatting, so it is decided once, when the chain is walked; the class and
+//! the log text then read the link the same way, and the log text reuses the decision.
+
+use core::fmt;
+use std::error::Error;
+
+use super::{head, log_text};
+use crate::FailureClass;
+
+#[cfg(feature = "worker")]
+use super::worker_error::WorkerLink;
+
+/// One link of an error chain and how it is read.
+#[derive(Clone, Copy)]
+pub(super) enum Link<'e> {
+    /// Read by its `Display`.
+    Display(&'e (dyn Error + 'static)),
+    /// Read from the JavaScript texts of a `worker::Error`.
+    #[cfg(feature = "worker")]
+    Worker {
+        error: &'e (dyn Error + 'static),
+        reading: WorkerLink<'e>,
+    },
+}
+
+impl<'e> Link<'e> {
+    /// Decides how to read `error`.
+    pub(super) fn of(error: &'e (dyn Error + 'static)) -> Self {
+        #[cfg(feature = "worker")]
+        if let Some(reading) = WorkerLink::of(error) {
+            return Link::Worker { error, reading };
+        }
+        Link::Display(error)
+    }
+
+    /// The error itself, for its `source()`.
+    pub(super) fn error(self) -> &'e (dyn Error + 'static) {
+        match self {
+            Link::Display(error) => error,
+            #[cfg(feature = "worker")]
+            Link::Worker { error, .. } => error,
+        }
+    }
+
+    /// What this link says about the failure, if anything; see [`head::text_class`].
+    pub(super) fn class(self) -> Option<FailureClass> {
+        match self {
+            Link::Display(error) => head::text_class(&error),
+            #[cfg(feature = "worker")]
+            Link::Worker { reading, .. } => reading.class(),
+        }
+    }
+
+    /// Writes the first line of this link for the log text and returns how many bytes it
+    /// wrote; see [`log_text::write_first_line`].
+    pub(super) fn write_first_line(self, f: &mut fmt::Formatter<'_>) -> Result<usize, fmt::Error> {
+        match self {
+            Link::Display(error) => log_text::write_first_line(&error, f),
+            #[cfg(feature = "worker")]
+            Link::Worker { reading, .. } => log_text::write_first_line(&reading, f),
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Which method calls are D1 executions: the [`D1Receiver`] mark, and the compile-time
+//! dispatch the `#[d1_retry]` expansion goes through.
+//!
+//! The attribute runs before types are known. It rewrites every call *named* like a D1
+//! execution (`first`, `all`, `run`, `raw`, `raw_js_value`, `batch`, `exec`, `dump`, or
+//! an `.await` on a statement) into `(&&Receiver::of(&recv)).d1_site()`, and autoref
+//! specialisation picks the site at compile time: [`Retrying`] when the receiver's type
+//! carries the mark, [`Plain`] otherwise. `slice.first()`, `Iterator::all(f)` or a user's
+//! `Job::run()` go through [`Plain`], which makes the call exactly as written.
+
+use core::future::{Future, IntoFuture};
+use core::marker::PhantomData;
+use core::sync::atomic::{AtomicU8, Ordering};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use crate::call::{Call, execute};
+use crate::decide::Access;
+use crate::failure::Failure;
+use crate::{Sleeper, is_read_only};
+
+/// Marks a type whose `first`, `all`, `run`, `raw`, `raw_js_value`, `batch`, `exec` and
+/// `dump` methods (and `.await`, if it is `IntoFuture`) run a D1 statement, so that
+/// `#[d1_retry]` retries those calls.
+///
+/// Implemented for the `worker` crate's `D1Database`, `D1DatabaseSession` and
+/// `D1PreparedStatement` (feature `worker`), for the testing kit's types (feature
+/// `testing`), and through `&`, `&mut`, `Box`, `Rc` and `Arc`. Not implemented for
+/// `D1Retry`, which retries on its own. A wrapper of your own, another D1 client or a test
+/// double takes one line:
+///
+/// ```
+/// # struct MyStatement;
+/// impl d1_retry_runtime::D1Receiver for MyStatement {}
+/// ```
+///
+/// What the mark promises: those methods take `&self` and arguments that can be cloned,
+/// and return a future of `Result<T, E>`; an `IntoFuture` receiver is `Clone`. A call on a
+/// type without the mark is made once, as written, and never retried. A generic receiver
+/// counts only when its bounds include `D1Receiver`.
+pub trait D1Receiver {}
+
+impl<T: D1Receiver + ?Sized> D1Receiver for &T {}
+impl<T: D1Receiver + ?Sized> D1Receiver for &mut T {}
+impl<T: D1Receiver + ?Sized> D1Receiver for Box<T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for Rc<T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for Arc<T> {}
+
+#[cfg(feature = "worker")]
+impl D1Receiver for worker::D1Database {}
+#[cfg(feature = "worker")]
+impl D1Receiver for worker::D1DatabaseSession {}
+#[cfg(feature = "worker")]
+impl D1Receiver for worker::D1PreparedStatement {}
+
+#[cfg(feature = "testing")]
+impl D1Receiver for crate::testing::D1Database {}
+#[cfg(feature = "testing")]
+impl D1Receiver for crate::testing::D1PreparedStatement {}
+
+/// The receiver's type, without a borrow that outlives the probe.
+pub struct Receiver<R: ?Sized>(PhantomData<fn(&R)>);
+
+impl<R: ?Sized> Receiver<R> {
+    /// Probes `receiver`'s type.
+    #[inline(always)]
+    pub fn of(_receiver: &R) -> Self {
+        Receiver(PhantomData)
+    }
+}
+
+/// Picked for receivers marked [`D1Receiver`].
+pub trait ViaD1Receiver {
+    /// The site that retries.
+    fn d1_site(&self) -> Retrying;
+}
+
+impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
+    #[inline(always)]
+    fn d1_site(&self) -> Retrying {
+        Retrying
+    }
+}
+
+/// Picked for every other receiver.
+pub trait ViaOtherReceiver {
+    /// The site that makes the call as written.
+    fn d1_site(&self) -> Plain;
+}
+
+impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
+    #[inline(always)]
+    fn d1_site(&self) -> Plain {
+        Plain
+    }
+}
+
+/// An execution on a [`D1Receiver`]: retried through the call's schedule.
+#[derive(Clone, Copy, Debug)]
+pub struct Retrying;
+
+/// A call on any other receiver: made once, as written.
+#[derive(Clone, Copy, Debug)]
+pub struct Plain;
+
+/// The attempt of a retrying execution, waiting for the classifier of its error type
+/// (a second step, so the error type is known when the classifier is type-checked).
+#[must_use]
+pub struct Pending<'c, S, A, F> {
+    call: &'c Call<'c, S>,
+    access: Access,
+    args: A,
+    attempt: F,
+}
+
+impl Retrying {
+    /// Makes `attempt(args)`, retried as `access` allows.
+    #[inline(always)]
+    pub fn execute<'c, S, A, F>(
+        self,
+        call: &'c Call<'c, S>,
+        args: A,
+        access: Access,
+        attempt: F,
+    ) -> Pending<'c, S, A, F> {
+        Pending {
+            call,
+            access,
+            args,
+            attempt,
+        }
+    }
+
+    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone.
+    #[inline(always)]
+    pub fn awaited<'c, S, R>(
+        self,
+        call: &'c Call<'c, S>,
+        access: Access,
+        statement: R,
+    ) -> Pending<'c, S, (), impl FnMut(()) -> R::IntoFuture>
+    where
+        R: IntoFuture + Clone,
+    {
+        Pending {
+            call,
+            access,
+            args: (),
+            attempt: move |()| statement.clone().into_future(),
+        }
+    }
+}
+
+impl<'c, S, A, F> Pending<'c, S, A, F> {
+    /// The future of the execution; `classify` reads the call's error.
+    pub fn classify_with<Fut, T, E, C>(self, classify: C) -> impl Future<Output = Result<T, E>>
+    where
+        S: Sleeper,
+        A: Clone,
+        F: FnMut(A) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: for<'e> FnMut(&'e E) -> Failure<'e>,
+    {
+        execute(self.call, self.access, self.args, self.attempt, classify)
+    }
+}
+
+/// The plain call, made as written.
+#[must_use]
+pub struct Unretried<R>(R);
+
+impl Plain {
+    /// Makes `attempt(args)` once.
+    #[inline(always)]
+    pub fn execute<S, A, R>(
+        self,
+        _call: &Call<'_, S>,
+        args: A,
+        _access: Access,
+        attempt: impl FnOnce(A) -> R,
+    ) -> Unretried<R> {
+        Unretried(attempt(args))
+    }
+
+    /// Turns `value` into its future, as `.await` does.
+    #[inline(always)]
+    pub fn awaited<S, R: IntoFuture>(
+        self,
+        _call: &Call<'_, S>,
+        _access: Access,
+        value: R,
+    ) -> Unretried<R::IntoFuture> {
+        Unretried(value.into_future())
+    }
+}
+
+impl<R> Unretried<R> {
+    /// The call's own value; there is no error to classify.
+    #[inline(always)]
+    pub fn classify_with(self, _classify: impl for<'e> FnOnce(&'e Never) -> Failure<'e>) -> R {
+        self.0
+    }
+}
+
+/// The error of a call that is never classified: it has no values.
+#[derive(Debug)]
+pub enum Never {}
+
+impl core::fmt::Display for Never {
+    fn fmt(&self, _: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {}
+    }
+}
+
+impl std::error::Error for Never {}
+
+/// The access of dynamic SQL, scanned where it is handed to `prepare` or `exec` and read
+/// at the execution: a workers-rs statement cannot tell its SQL afterwards.
+///
+/// Starts read-only; scanning SQL that may write, or SQL that is not text, makes it a
+/// write for good. An atomic, so a `Send` future stays `Send`.
+#[derive(Debug, Default)]
+pub struct SqlSlot(AtomicU8);
+
+const READ: u8 = 0;
+const WRITE: u8 = 1;
+
+impl SqlSlot {
+    /// A slot that has seen no SQL yet.
+    pub const fn new() -> Self {
+        SqlSlot(AtomicU8::new(READ))
+    }
+
+    /// Records `sql`'s verdict.
+    pub fn record(&self, read_only: bool) {
+        if !read_only {
+            self.0.store(WRITE, Ordering::Relaxed);
+        }
+    }
+
+    /// The access of every SQL text recorded so far.
+    pub fn access(&self) -> Access {
+        Access::judged(self.0.load(Ordering::Relaxed) == READ)
+    }
+}
+
+/// SQL on its way to `prepare`, probed for text it can scan.
+pub struct SqlProbe<'s, Q: ?Sized>(pub &'s Q);
+
+/// Picked for SQL that is text (`&str`, `String`, `Cow<str>`, ...): scanned.
+pub trait ViaSqlText {
+    /// Scans the SQL into `slot`.
+    fn d1_scan(&self, slot: &SqlSlot);
+}
+
+impl<Q: AsRef<str> + ?Sized> ViaSqlText for &SqlProbe<'_, Q> {
+    #[inline]
+    fn d1_scan(&self, slot: &SqlSlot) {
+        slot.record(is_read_only(self.0.as_ref()));
+    }
+}
+
+/// Picked for anything else handed to `prepare`: it cannot be read, so it counts as a write.
+pub trait ViaSqlOther {
+    /// Records a write into `slot`.
+    fn d1_scan(&self, slot: &SqlSlot);
+}
+
+impl<Q: ?Sized> ViaSqlOther for SqlProbe<'_, Q> {
+    #[inline]
+    fn d1_scan(&self, slot: &SqlSlot) {
+        slot.record(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Marked;
+    impl D1Receiver for Marked {}
+    struct Unmarked;
+
+    #[test]
+    fn dispatch_follows_the_mark_through_pointers() {
+        fn is_retrying<T: core::any::Any>(_: T) -> bool {
+            core::any::TypeId::of::<T>() == core::any::TypeId::of::<Retrying>()
+        }
+        let marked = Marked;
+        assert!(is_retrying((&&Receiver::of(&marked)).d1_site()));
+        assert!(is_retrying((&&Receiver::of(&&marked)).d1_site()));
+        assert!(is_retrying((&&Receiver::of(&Box::new(Marked))).d1_site()));
+        assert!(is_retrying((&&Receiver::of(&Rc::new(Marked))).d1_site()));
+        assert!(is_retrying((&&Receiver::of(&Arc::new(Marked))).d1_site()));
+        assert!(!is_retrying((&&Receiver::of(&Unmarked)).d1_site()));
+        assert!(!is_retrying((&&Receiver::of(&[1, 2])).d1_site()));
+    }
+
+    #[test]
+    fn the_slot_scans_text_and_counts_the_rest_as_writes() {
+        let slot = SqlSlot::new();
+        assert_eq!(slot.access(), Access::ReadOnly);
+        (&&SqlProbe(&"SELECT 1")).d1_scan(&slot);
+        (&&SqlProbe(&String::from("SELECT 2"))).d1_scan(&slot);
+        assert_eq!(slot.access(), Access::ReadOnly);
+        (&&SqlProbe(&"DELETE FROM t")).d1_scan(&slot);
+        assert_eq!(slot.access(), Access::Write);
+        (&&SqlProbe(&"SELECT 3")).d1_scan(&slot);
+        assert_eq!(slot.access(), Access::Write, "a write is never forgotten");
+
+        let opaque = SqlSlot::new();
+        (&&SqlProbe(&42_u32)).d1_scan(&opaque);
+        assert_eq!(opaque.access(), Access::Write);
+    }
+}

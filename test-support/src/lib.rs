@@ -1,0 +1,16 @@
+//! Helpers shared by the tests and benches of the d1-retry workspace (never published).
+//!
+//! - [`CountingAllocator`] and [`allocations_of`]: how many allocations a call makes, for
+//!   the tests that prove the happy path allocates nothing. A test binary installs the
+//!   allocator itself (`#[global_allocator]`), so only the binaries that count pay for it.
+//! - [`block_on`]: polls a future that never waits, without a runtime that could allocate.
+//! - [`Logs`]: captures the log lines of one test thread.
+//! - [`fake_db`]: a stand-in D1 whose statements fail from a script, for the attribute's
+//!   tests.
+
+mod counting_alloc;
+pub mod fake_db;
+mod log_capture;
+
+pub use counting_alloc::{CountingAllocator, allocations, allocations_of, block_on};
+pub use log_capture::{CaptureGuard, Logs};

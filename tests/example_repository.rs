@@ -1,0 +1,629 @@
+//! The example Worker's repository, `examples/worker/src/shop.rs`, compiled unchanged
+//! against the local D1 of `d1_retry::testing` and driven through every documented D1
+//! failure, on every method, before and after the statement runs.
+//!
+//! The file is the one `scripts/e2e.sh` builds for wasm32 and serves from a real workerd;
+//! here it is included as is, so what these tests check is what the Worker runs. Each case
+//! starts from a fresh database made from the example's own migration, injects one
+//! failure into the method's D1 call, and checks four things that each depend on the
+//! retry decision: the value or error the caller got, the calls in the journal, the
+//! virtual time waited (tokio's paused clock), and what the database holds afterwards.
+//!
+//! The expectations are written per D1 call (each method makes one), so they hold whether
+//! `#[d1_retry]` retries a whole body or each call in it.
+
+#[path = "../examples/worker/src/shop.rs"]
+mod shop;
+
+/// What `shop.rs` takes from its crate: the retry schedule. The Worker's `policy.rs`
+/// switches on a `fast-retries` feature this crate does not have, so the schedule is
+/// restated: the default one (waits cost nothing on a paused clock), without the retry
+/// budget, because a budget shared by the whole test process would make one case's
+/// failures change another's retries. `count_users` keeps the default budget, as on the
+/// Worker; its test refills the pool before each case.
+mod policy {
+    pub const POLICY: d1_retry::RetryPolicy = d1_retry::RetryPolicy::DEFAULT.without_budget();
+}
+
+use core::fmt::Debug;
+use core::time::Duration;
+
+use d1_retry::testing::{Call, D1Database, Fault, Message, Operation, Timing};
+use d1_retry::{FailureClass, RetryBudget};
+use tokio::time::Instant;
+
+use shop::{NewOrder, Shop, User};
+
+const MIGRATION: &str = include_str!("../examples/worker/migrations/0001_users_and_orders.sql");
+
+/// Two users, and two orders of the first: what every case starts from.
+const SEED: &str = "
+    INSERT INTO users (id, email, name) VALUES (1, 'ada@x', 'Ada'), (2, 'grace@x', 'Grace');
+    INSERT INTO orders (id, user_id, item, quantity) VALUES (1, 1, 'book', 1), (2, 1, 'lamp', 2);
+";
+
+/// The first retry waits 200 ms, jittered to 80-120 %.
+const FIRST_WAIT: core::ops::RangeInclusive<Duration> =
+    Duration::from_millis(160)..=Duration::from_millis(240);
+
+/// Five attempts: four waits of 200, 400, 800 and 1600 ms, each jittered to 80-120 %.
+const FOUR_WAITS: core::ops::RangeInclusive<Duration> =
+    Duration::from_millis(2400)..=Duration::from_millis(3600);
+
+type Users = Vec<(i64, String, String)>;
+type Orders = Vec<(i64, i64, String, i64)>;
+
+fn database() -> D1Database {
+    let db = D1Database::open_in_memory().unwrap();
+    db.with_connection(|c| c.execute_batch(MIGRATION))
+        .expect("the example's migration applies");
+    db.with_connection(|c| c.execute_batch(SEED)).unwrap();
+    db
+}
+
+/// Every row, read behind the kit's back.
+fn contents(db: &D1Database) -> (Users, Orders) {
+    db.with_connection(|c| {
+        let users = c
+            .prepare("SELECT id, email, name FROM users ORDER BY id")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let orders = c
+            .prepare("SELECT id, user_id, item, quantity FROM orders ORDER BY id")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok::<_, rusqlite::Error>((users, orders))
+    })
+    .unwrap()
+}
+
+fn seeded() -> (Users, Orders) {
+    contents(&database())
+}
+
+/// How a method's one D1 call may be repeated, from `shop.rs`'s SQL and attributes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Access {
+    /// Only reads.
+    Read,
+    /// May write, so runs at most once unless D1 says it never ran.
+    Write,
+    /// Declared `idempotent`: running it twice leaves what running it once leaves.
+    Idempotent,
+}
+
+/// The rule under test, stated independently of d1-retry's code: failures that never
+/// reached D1 are retried for every call; failures that may have run, only for calls that
+/// can run twice safely; permanent failures never.
+fn retried(message: Message, access: Access) -> bool {
+    match message.documented_class() {
+        Some(FailureClass::NotExecuted) => true,
+        Some(FailureClass::MaybeExecuted) => access != Access::Write,
+        Some(FailureClass::Permanent) => false,
+        other => panic!("{message:?} has no documented class: {other:?}"),
+    }
+}
+
+/// One injected failure: a documented message, before or after the statement runs.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    message: Message,
+    timing: Timing,
+}
+
+/// Every documented message, in all three classes, before and after execution.
+///
+/// A *not executed* message after execution is D1 breaking its own contract (it says the
+/// statement never ran, and it did). It is included so that the tests state what d1-retry
+/// does then: it trusts the documentation and retries, even a write, which therefore runs
+/// twice. Those expectations are marked `contract broken`.
+fn cases() -> Vec<Case> {
+    let cases: Vec<Case> = Message::DOCUMENTED
+        .into_iter()
+        .flat_map(|message| {
+            [Timing::BeforeExecution, Timing::AfterExecution]
+                .map(|timing| Case { message, timing })
+        })
+        .collect();
+    assert_eq!(cases.len(), 26);
+    for class in [
+        FailureClass::NotExecuted,
+        FailureClass::MaybeExecuted,
+        FailureClass::Permanent,
+    ] {
+        assert!(
+            cases
+                .iter()
+                .any(|case| case.message.documented_class() == Some(class))
+        );
+    }
+    cases
+}
+
+/// What one call of a method did.
+struct Run<T> {
+    result: shop::Result<T>,
+    calls: Vec<Call>,
+    waited: Duration,
+    db: D1Database,
+}
+
+/// Runs `method` once on a fresh database whose plan fails the method's first D1 call
+/// with `fault` (if any).
+async fn drive<T>(fault: Option<Fault>, method: impl AsyncFn(&Shop) -> shop::Result<T>) -> Run<T> {
+    let db = database();
+    if let Some(fault) = fault {
+        db.add_fault(fault);
+    }
+    let shop = Shop::new(db.clone());
+    let start = Instant::now();
+    let result = method(&shop).await;
+    Run {
+        result,
+        calls: db.calls(),
+        waited: start.elapsed(),
+        db,
+    }
+}
+
+/// Runs `method` with `case` injected once into its `operation`, and checks the attempts:
+/// one call without a retry, two with one (the first failed by the fault, the second
+/// clean), every call the method's own statement, and the wait between them. Returns the
+/// run and whether it was retried.
+async fn run_case<T>(
+    case: Case,
+    operation: Operation,
+    access: Access,
+    sql: &str,
+    method: impl AsyncFn(&Shop) -> shop::Result<T>,
+) -> (Run<T>, bool) {
+    let fault = Fault::new(case.message)
+        .timing(case.timing)
+        .on(operation)
+        .times(1);
+    let run = drive(Some(fault), method).await;
+    let retried = retried(case.message, access);
+    let attempts = if retried { 2 } else { 1 };
+    assert_eq!(run.calls.len(), attempts, "{case:?}: {:#?}", run.calls);
+    for call in &run.calls {
+        assert_eq!(call.operation, operation, "{case:?}");
+        assert!(
+            call.statements.iter().all(|(text, _)| text.contains(sql)),
+            "{case:?}: {:?}",
+            call.statements
+        );
+    }
+    assert_eq!(
+        run.calls[0].injected,
+        Some((case.message, case.timing)),
+        "{case:?}"
+    );
+    if retried {
+        assert_eq!(run.calls[1].injected, None, "{case:?}");
+        assert!(FIRST_WAIT.contains(&run.waited), "{case:?}: {:?}", run.waited);
+    } else {
+        assert_eq!(run.waited, Duration::ZERO, "{case:?}");
+    }
+    (run, retried)
+}
+
+/// The caller got the injected failure itself, unchanged.
+fn assert_injected<T: Debug>(result: &shop::Result<T>, case: Case) {
+    let error = result.as_ref().expect_err("the injected failure");
+    let expected = format!("D1_ERROR: {}", case.message.text());
+    assert!(
+        error.to_string().starts_with(&expected),
+        "{case:?}: {error}"
+    );
+    assert_eq!(error.injected(), Some(case.timing), "{case:?}");
+}
+
+/// A transient failure on every attempt: five calls, four waits, then the last error.
+async fn assert_gives_up<T: Debug>(
+    message: Message,
+    operation: Operation,
+    method: impl AsyncFn(&Shop) -> shop::Result<T>,
+) -> Run<T> {
+    let run = drive(Some(Fault::new(message).on(operation)), method).await;
+    assert_eq!(run.calls.len(), 5, "{message:?}");
+    assert!(run.calls.iter().all(|call| call.injected.is_some()));
+    assert!(FOUR_WAITS.contains(&run.waited), "{:?}", run.waited);
+    assert_injected(
+        &run.result,
+        Case {
+            message,
+            timing: Timing::BeforeExecution,
+        },
+    );
+    run
+}
+
+fn ada() -> (i64, String, String) {
+    (1, "ada@x".into(), "Ada".into())
+}
+
+fn assert_is_ada(user: Option<&User>) {
+    let user = user.expect("user 1 exists");
+    assert_eq!((user.id, user.email.clone(), user.name.clone()), ada());
+}
+
+#[tokio::test(start_paused = true)]
+async fn find_user_reads_through_every_transient_failure() {
+    let sql = "FROM users WHERE id = ?1";
+    let clean = drive(None, async |shop| shop.find_user(1).await).await;
+    assert_is_ada(clean.result.unwrap().as_ref());
+    assert_eq!((clean.calls.len(), clean.waited), (1, Duration::ZERO));
+    // The id is bound as a JS number, as on a Worker.
+    assert_eq!(clean.calls[0].statements[0].1, [d1_retry::testing::Value::Real(1.0)]);
+
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::First, Access::Read, sql, async |shop| {
+            shop.find_user(1).await
+        })
+        .await;
+        if retried {
+            assert_is_ada(run.result.as_ref().unwrap().as_ref());
+        } else {
+            assert_injected(&run.result, case);
+        }
+        assert_eq!(contents(&run.db), seeded(), "{case:?}");
+    }
+    assert_gives_up(Message::NetworkConnectionLost, Operation::First, async |shop| {
+        shop.find_user(1).await
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn user_orders_reads_through_every_transient_failure() {
+    let sql = "FROM orders WHERE user_id = ?1";
+    let check = |orders: &[shop::Order]| {
+        let rows: Vec<(i64, i64, &str, i64)> = orders
+            .iter()
+            .map(|o| (o.id, o.user_id, o.item.as_str(), o.quantity))
+            .collect();
+        assert_eq!(rows, [(1, 1, "book", 1), (2, 1, "lamp", 2)]);
+    };
+    let clean = drive(None, async |shop| shop.user_orders(1).await).await;
+    check(&clean.result.unwrap());
+    assert_eq!(clean.calls.len(), 1);
+
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::All, Access::Read, sql, async |shop| {
+            shop.user_orders(1).await
+        })
+        .await;
+        if retried {
+            check(run.result.as_ref().unwrap());
+        } else {
+            assert_injected(&run.result, case);
+        }
+        assert_eq!(contents(&run.db), seeded(), "{case:?}");
+    }
+    assert_gives_up(Message::InternalError, Operation::All, async |shop| {
+        shop.user_orders(1).await
+    })
+    .await;
+}
+
+/// `count_users` has the default schedule and the default, process-wide retry budget.
+/// Only this test uses that budget; it refills it before each case so that no case runs
+/// with a budget drained by the ones before.
+#[tokio::test(start_paused = true)]
+async fn count_users_reads_through_every_transient_failure() {
+    let sql = "SELECT COUNT(*) AS n FROM users";
+    RetryBudget::DEFAULT.refill();
+    let clean = drive(None, async |shop| shop.count_users().await).await;
+    assert_eq!(clean.result.unwrap(), 2);
+    assert_eq!(clean.calls.len(), 1);
+
+    for case in cases() {
+        RetryBudget::DEFAULT.refill();
+        let (run, retried) = run_case(case, Operation::First, Access::Read, sql, async |shop| {
+            shop.count_users().await
+        })
+        .await;
+        if retried {
+            assert_eq!(*run.result.as_ref().unwrap(), 2, "{case:?}");
+        } else {
+            assert_injected(&run.result, case);
+        }
+        assert_eq!(contents(&run.db), seeded(), "{case:?}");
+    }
+    RetryBudget::DEFAULT.refill();
+    assert_gives_up(Message::CannotResolve, Operation::First, async |shop| {
+        shop.count_users().await
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn create_user_runs_once_whatever_fails() {
+    let sql = "INSERT INTO users (email, name)";
+    let created = |run: &Run<i64>| {
+        contents(&run.db)
+            .0
+            .iter()
+            .filter(|user| user.1 == "new@x")
+            .count()
+    };
+    let clean = drive(None, async |shop| shop.create_user("new@x", "New").await).await;
+    assert_eq!(*clean.result.as_ref().unwrap(), 3);
+    assert_eq!((clean.calls.len(), created(&clean)), (1, 1));
+
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::Run, Access::Write, sql, async |shop| {
+            shop.create_user("new@x", "New").await
+        })
+        .await;
+        match (retried, case.timing) {
+            // Never reached D1: retried, created once, and the caller gets the new id.
+            (true, Timing::BeforeExecution) => {
+                assert_eq!(*run.result.as_ref().unwrap(), 3, "{case:?}");
+            }
+            // Contract broken: the first attempt ran, the retry hits the unique email.
+            (true, Timing::AfterExecution) => {
+                let error = run.result.as_ref().unwrap_err().to_string();
+                assert!(error.contains("UNIQUE constraint failed: users.email"), "{error}");
+            }
+            // May have run (or permanent): not retried; the caller gets the failure.
+            (false, _) => assert_injected(&run.result, case),
+        }
+        let expected = usize::from(case.timing == Timing::AfterExecution || retried);
+        assert_eq!(created(&run), expected, "{case:?}");
+        let (mut users, orders) = contents(&run.db);
+        users.retain(|user| user.1 != "new@x");
+        assert_eq!((users, orders), seeded(), "{case:?}");
+    }
+
+    // The database's own refusal is permanent: one call, nothing written.
+    let duplicate = drive(None, async |shop| shop.create_user("ada@x", "Ada again").await).await;
+    let error = duplicate.result.unwrap_err().to_string();
+    assert!(error.contains("UNIQUE constraint failed"), "{error}");
+    assert_eq!((duplicate.calls.len(), duplicate.waited), (1, Duration::ZERO));
+    assert_eq!(contents(&duplicate.db), seeded());
+
+    let gave_up = assert_gives_up(Message::TooManyRequestsQueued, Operation::Run, async |shop| {
+        shop.create_user("new@x", "New").await
+    })
+    .await;
+    assert_eq!(created(&gave_up), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn save_user_is_idempotent_so_it_is_retried_like_a_read() {
+    let sql = "ON CONFLICT (id) DO UPDATE";
+    let grace = User {
+        id: 2,
+        email: "grace@y".into(),
+        name: "Grace Hopper".into(),
+    };
+    let saved = || {
+        let (mut users, orders) = seeded();
+        users[1] = (2, "grace@y".into(), "Grace Hopper".into());
+        (users, orders)
+    };
+    let clean = drive(None, async |shop| shop.save_user(&grace).await).await;
+    clean.result.unwrap();
+    assert_eq!(contents(&clean.db), saved());
+    assert_eq!(clean.calls.len(), 1);
+
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::Run, Access::Idempotent, sql, async |shop| {
+            shop.save_user(&grace).await
+        })
+        .await;
+        if retried {
+            run.result.as_ref().unwrap();
+        } else {
+            assert_injected(&run.result, case);
+        }
+        // The upsert ran once per attempt that reached the database, and the rows are
+        // those of one run however many ran.
+        let ran = run.calls.iter().filter(|call| call.executed).count();
+        let expected_runs =
+            usize::from(case.timing == Timing::AfterExecution) + usize::from(retried);
+        assert_eq!(ran, expected_runs, "{case:?}");
+        let expected = if ran > 0 { saved() } else { seeded() };
+        assert_eq!(contents(&run.db), expected, "{case:?}");
+    }
+    assert_gives_up(Message::ReplicaDisconnected, Operation::Run, async |shop| {
+        shop.save_user(&grace).await
+    })
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn place_order_runs_once_whatever_fails() {
+    let sql = "INSERT INTO orders (user_id, item, quantity)";
+    let pen = NewOrder {
+        item: "pen".into(),
+        quantity: 3,
+    };
+    let pens = |run: &Run<i64>| {
+        let (users, orders) = contents(&run.db);
+        assert_eq!(users, seeded().0);
+        let (placed, others): (Vec<_>, Vec<_>) =
+            orders.into_iter().partition(|order| order.2 == "pen");
+        assert_eq!(others, seeded().1);
+        assert!(placed.iter().all(|order| (order.1, order.3) == (2, 3)));
+        placed.len()
+    };
+    let clean = drive(None, async |shop| shop.place_order(2, &pen).await).await;
+    assert_eq!(*clean.result.as_ref().unwrap(), 3);
+    assert_eq!((clean.calls.len(), pens(&clean)), (1, 1));
+
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::Run, Access::Write, sql, async |shop| {
+            shop.place_order(2, &pen).await
+        })
+        .await;
+        let after = case.timing == Timing::AfterExecution;
+        if retried {
+            // The id of the row the successful attempt inserted.
+            let id = if after { 4 } else { 3 };
+            assert_eq!(*run.result.as_ref().unwrap(), id, "{case:?}");
+        } else {
+            assert_injected(&run.result, case);
+        }
+        // Applied exactly once after a failure that may have run; twice only when D1
+        // breaks its contract (a not-executed failure after it ran).
+        let expected = usize::from(after) + usize::from(retried);
+        assert_eq!(pens(&run), expected, "{case:?}");
+    }
+
+    // A CHECK constraint is permanent: one call, nothing written.
+    let none = NewOrder {
+        item: "pen".into(),
+        quantity: 0,
+    };
+    let refused = drive(None, async |shop| shop.place_order(2, &none).await).await;
+    let error = refused.result.as_ref().unwrap_err().to_string();
+    assert!(error.contains("CHECK constraint failed"), "{error}");
+    assert_eq!((refused.calls.len(), pens(&refused)), (1, 0));
+
+    let gave_up = assert_gives_up(Message::StartupReset, Operation::Run, async |shop| {
+        shop.place_order(2, &pen).await
+    })
+    .await;
+    assert_eq!(pens(&gave_up), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn place_orders_batch_runs_once_whatever_fails() {
+    let sql = "INSERT INTO orders (user_id, item, quantity)";
+    let orders = [
+        NewOrder {
+            item: "ink".into(),
+            quantity: 1,
+        },
+        NewOrder {
+            item: "pad".into(),
+            quantity: 2,
+        },
+    ];
+    // How many times the whole batch was applied; a batch is never half applied.
+    let applied = |run: &Run<usize>| {
+        let (users, rows) = contents(&run.db);
+        assert_eq!(users, seeded().0);
+        let inks = rows.iter().filter(|order| order.2 == "ink").count();
+        let pads = rows.iter().filter(|order| order.2 == "pad").count();
+        assert_eq!(inks, pads, "half a batch");
+        assert_eq!(rows.len(), seeded().1.len() + inks + pads);
+        inks
+    };
+    let clean = drive(None, async |shop| shop.place_orders(2, &orders).await).await;
+    assert_eq!(*clean.result.as_ref().unwrap(), 2);
+    assert_eq!((clean.calls.len(), applied(&clean)), (1, 1));
+    assert_eq!(clean.calls[0].statements.len(), 2);
+
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::Batch, Access::Write, sql, async |shop| {
+            shop.place_orders(2, &orders).await
+        })
+        .await;
+        if retried {
+            assert_eq!(*run.result.as_ref().unwrap(), 2, "{case:?}");
+        } else {
+            assert_injected(&run.result, case);
+        }
+        let expected = usize::from(case.timing == Timing::AfterExecution) + usize::from(retried);
+        assert_eq!(applied(&run), expected, "{case:?}");
+    }
+
+    // One bad order fails the whole batch, permanently: nothing of it is written.
+    let bad = [
+        NewOrder {
+            item: "ink".into(),
+            quantity: 1,
+        },
+        NewOrder {
+            item: "pad".into(),
+            quantity: -1,
+        },
+    ];
+    let refused = drive(None, async |shop| shop.place_orders(2, &bad).await).await;
+    assert!(refused.result.is_err());
+    assert_eq!((refused.calls.len(), applied(&refused)), (1, 0));
+
+    let gave_up = assert_gives_up(Message::CannotResolve, Operation::Batch, async |shop| {
+        shop.place_orders(2, &orders).await
+    })
+    .await;
+    assert_eq!(applied(&gave_up), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn stats_batch_of_reads_reads_through_every_transient_failure() {
+    let sql = "SELECT COUNT(*) AS n FROM";
+    let clean = drive(None, async |shop| shop.stats().await).await;
+    let stats = clean.result.unwrap();
+    assert_eq!((stats.users, stats.orders), (2, 2));
+    assert_eq!(clean.calls.len(), 1);
+
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::Batch, Access::Read, sql, async |shop| {
+            shop.stats().await
+        })
+        .await;
+        if retried {
+            let stats = run.result.as_ref().unwrap();
+            assert_eq!((stats.users, stats.orders), (2, 2), "{case:?}");
+        } else {
+            assert_injected(&run.result, case);
+        }
+        assert_eq!(contents(&run.db), seeded(), "{case:?}");
+    }
+    assert_gives_up(Message::CodeUpdated, Operation::Batch, async |shop| {
+        shop.stats().await
+    })
+    .await;
+}
+
+/// A method whose statement fails on its own: transient failures before it are retried
+/// like any read's, and then the caller gets the statement's own permanent error, once.
+async fn fails_on_its_own<T: Debug>(
+    operation: Operation,
+    sql: &str,
+    own_error: &str,
+    method: impl AsyncFn(&Shop) -> shop::Result<T> + Copy,
+) {
+    let clean = drive(None, method).await;
+    assert_eq!(clean.result.unwrap_err().to_string(), own_error);
+    assert_eq!((clean.calls.len(), clean.waited), (1, Duration::ZERO));
+
+    for case in cases() {
+        let (run, retried) = run_case(case, operation, Access::Read, sql, method).await;
+        if retried {
+            let error = run.result.as_ref().unwrap_err();
+            assert_eq!(error.to_string(), own_error, "{case:?}");
+            assert_eq!(error.injected(), None, "{case:?}");
+            assert_eq!(run.calls[1].error.as_deref(), Some(own_error));
+        } else {
+            assert_injected(&run.result, case);
+        }
+        assert_eq!(contents(&run.db), seeded(), "{case:?}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn broken_syntax_is_permanent_and_not_retried() {
+    fails_on_its_own(
+        Operation::First,
+        "SELEC 1",
+        "D1_ERROR: near \"SELEC\": syntax error at offset 0: SQLITE_ERROR",
+        async |shop| shop.broken_syntax().await,
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn missing_table_is_permanent_and_not_retried() {
+    fails_on_its_own(
+        Operation::All,
+        "FROM no_such_table",
+        "D1_ERROR: no such table: no_such_table: SQLITE_ERROR",
+        async |shop| shop.missing_table().await,
+    )
+    .await;
+}
