@@ -11,7 +11,10 @@
 //! comes back up to four more times, and an overloaded D1 sees several times the load; the
 //! budget must hold that at or below 1.2 while still riding out a short outage.
 //!
-//! `D1_RETRY_BUDGET_TABLE=<file>` also writes the figures there as a markdown table.
+//! `cargo test --test budget_simulation -- --nocapture` prints the figures as the markdown
+//! table the README shows, and the test fails when the README's table (or its sentence
+//! about the long outage) differs from it: paste the printed table into the README when a
+//! change moves the figures. `D1_RETRY_BUDGET_TABLE=<file>` also writes the table there.
 
 use std::cell::{Cell, RefCell};
 use std::ops::Range;
@@ -218,6 +221,43 @@ fn percent(x: f64) -> String {
     format!("{:.1} %", x * 100.0)
 }
 
+/// The figures as the README's markdown table.
+fn markdown(rows: &[(Scenario, Figures, Figures)]) -> String {
+    let mut table = String::from(
+        "| scenario | retry budget | logical calls | D1 calls | amplification | calls succeeded | calls that met the outage and succeeded |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for (scenario, without, with) in rows {
+        for (label, f) in [("none", without), ("default (300 tokens, ratio 0.1)", with)] {
+            table.push_str(&format!(
+                "| {} | {label} | {} | {} | {:.2} | {} | {} |\n",
+                scenario.name,
+                f.logical,
+                f.d1_calls,
+                f.amplification(),
+                percent(f.success()),
+                f.outage_success()
+                    .map(percent)
+                    .unwrap_or_else(|| "—".into()),
+            ));
+        }
+    }
+    table
+}
+
+/// The README's copy of the table: its lines from the header to the last row.
+fn readme_table() -> String {
+    let readme = include_str!("../README.md");
+    let start = readme
+        .find("| scenario | retry budget |")
+        .expect("the README shows the budget table");
+    readme[start..]
+        .lines()
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| format!("{line}\n"))
+        .collect()
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_budget_bounds_amplification_and_rides_out_a_short_outage() {
     let mut rows = Vec::new();
@@ -268,26 +308,30 @@ async fn the_budget_bounds_amplification_and_rides_out_a_short_outage() {
     // A long one is not, with or without a budget; the budget stops the retry storm.
     assert!(long.2.amplification() < long.1.amplification(), "{long:?}");
 
+    // The long outage's window is fixed: retries cannot lengthen it. What it shows is what
+    // the budget gives up: without it, retries outlast the window for some of the calls
+    // that met it; with it, none of those is retried once the tokens are spent.
+    let long_without = long.1.outage_success().expect("calls met the outage");
+    let long_with = long.2.outage_success().expect("calls met the outage");
+    assert!(long_without > long_with, "{long:?}");
+
+    let table = markdown(&rows);
+    println!("\n{table}");
     if let Ok(path) = std::env::var("D1_RETRY_BUDGET_TABLE") {
-        let mut table = String::from(
-            "| scenario | retry budget | logical calls | D1 calls | amplification | calls succeeded | calls that met the outage and succeeded |\n\
-             |---|---|---:|---:|---:|---:|---:|\n",
-        );
-        for (scenario, without, with) in &rows {
-            for (label, f) in [("none", without), ("default (300 tokens, ratio 0.1)", with)] {
-                table.push_str(&format!(
-                    "| {} | {label} | {} | {} | {:.2} | {} | {} |\n",
-                    scenario.name,
-                    f.logical,
-                    f.d1_calls,
-                    f.amplification(),
-                    percent(f.success()),
-                    f.outage_success()
-                        .map(percent)
-                        .unwrap_or_else(|| "—".into()),
-                ));
-            }
-        }
-        std::fs::write(&path, table).expect("the table file is writable");
+        std::fs::write(&path, &table).expect("the table file is writable");
     }
+    assert_eq!(
+        readme_table(),
+        table,
+        "the README's budget table differs from this run's: paste the table printed above"
+    );
+    let sentence = format!(
+        "{} of them still succeeded without the budget and {} with it",
+        percent(long_without),
+        percent(long_with)
+    );
+    assert!(
+        include_str!("../README.md").contains(&sentence),
+        "the README's sentence about the long outage should say: {sentence:?}"
+    );
 }

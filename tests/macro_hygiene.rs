@@ -37,6 +37,8 @@ mod hostile {
         pub fail_first: &'static str,
     }
 
+    impl d1_retry::D1Receiver for Db {}
+
     impl Db {
         fn prepare(&self, _sql: &str) -> &Self {
             self

@@ -645,7 +645,7 @@ impl VisitMut for Finder<'_> {
                     let call = &self.names.call;
                     let init = &self.names.call_init;
                     let body = &closure.body;
-                    closure.body = Box::new(syn::parse_quote!({ let #call = #init; #body }));
+                    *closure.body = syn::parse_quote!({ let #call = #init; #body });
                 }
             }
             _ => visit_mut::visit_expr_mut(self, expr),

@@ -116,13 +116,18 @@ pub struct Pending<'c, S, A, F> {
 impl Retrying {
     /// Makes `attempt(args)`, retried as `access` allows.
     #[inline(always)]
-    pub fn execute<'c, S, A, F>(
+    pub fn execute<'c, S, A, F, Fut>(
         self,
         call: &'c Call<'c, S>,
         args: A,
         access: Access,
         attempt: F,
-    ) -> Pending<'c, S, A, F> {
+    ) -> Pending<'c, S, A, F>
+    where
+        // Stated here, so the closure's parameter takes the arguments' types and each
+        // argument still coerces where the method is called (`&String` to `&str`).
+        F: FnMut(A) -> Fut,
+    {
         Pending {
             call,
             access,
@@ -274,6 +279,8 @@ impl<Q: ?Sized> ViaSqlOther for SqlProbe<'_, Q> {
 }
 
 #[cfg(test)]
+// The borrows are the autoref dispatch under test.
+#[allow(clippy::needless_borrow)]
 mod tests {
     use super::*;
 

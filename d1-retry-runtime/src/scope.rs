@@ -67,6 +67,8 @@ mod tests {
     }
 
     #[test]
+    // The attempt returns a future on purpose: one that escapes the scope.
+    #[allow(clippy::async_yields_async)]
     fn a_future_created_inside_and_polled_outside_escapes() {
         let escaped = match poll_once(scoped(async { async { nested() } })) {
             Poll::Ready(future) => future,

@@ -110,7 +110,13 @@ impl FakeDb {
     }
 }
 
+/// `#[d1_retry]` retries the executions of a `FakeDb` and its statements, as it does
+/// `worker::D1Database`'s.
+impl d1_retry_runtime::D1Receiver for FakeDb {}
+impl d1_retry_runtime::D1Receiver for Statement<'_> {}
+
 /// A prepared statement of a [`FakeDb`].
+#[derive(Clone)]
 pub struct Statement<'db> {
     db: &'db FakeDb,
     sql: String,
@@ -125,14 +131,14 @@ impl Statement<'_> {
     }
 
     /// The first bound value back, as if the row with that id was found.
-    pub async fn first(self) -> Result<Option<i64>, DbError> {
+    pub async fn first(&self) -> Result<Option<i64>, DbError> {
         let id = self.binds.first().copied();
-        self.db.run_sql(self.sql).map(|_| id)
+        self.db.run_sql(self.sql.clone()).map(|_| id)
     }
 
     /// Runs the statement; `Ok(1)`, one row changed, on success.
-    pub async fn run(self) -> Result<u64, DbError> {
-        self.db.run_sql(self.sql)
+    pub async fn run(&self) -> Result<u64, DbError> {
+        self.db.run_sql(self.sql.clone())
     }
 }
 

@@ -181,7 +181,7 @@ async fn a_loop_of_many_inserts_shares_the_calls_retries() {
     db.add_fault(
         Fault::new(Message::CannotResolve)
             .on(Operation::Run)
-            .when(move |_| seen.fetch_add(1, Ordering::Relaxed) % 2 == 0),
+            .when(move |_| seen.fetch_add(1, Ordering::Relaxed).is_multiple_of(2)),
     );
     let repo = repo(&db);
     let start = tokio::time::Instant::now();
