@@ -13,12 +13,13 @@
 //! # }
 //! # impl std::error::Error for Error {}
 //! # pub struct D1Database;
-//! # pub struct Statement;
+//! # #[derive(Clone)] pub struct Statement;
+//! # impl d1_retry::D1Receiver for Statement {}
 //! # impl D1Database { pub fn prepare(&self, _sql: impl Into<String>) -> Statement { Statement } }
 //! # impl Statement {
 //! #     pub fn bind(self, _values: &[i64]) -> Result<Self, Error> { Ok(self) }
-//! #     pub async fn first(self) -> Result<Option<i64>, Error> { Ok(Some(7)) }
-//! #     pub async fn run(self) -> Result<u64, Error> { Ok(1) }
+//! #     pub async fn first(&self) -> Result<Option<i64>, Error> { Ok(Some(7)) }
+//! #     pub async fn run(&self) -> Result<u64, Error> { Ok(1) }
 //! # }
 //! use d1_retry::d1_retry;
 //!
@@ -37,7 +38,7 @@
 //!             .await
 //!     }
 //!
-//!     /// A lone write: retried only when D1 was never reached.
+//!     /// A write: retried only when D1 was never reached.
 //!     #[d1_retry]
 //!     async fn rename(&self, id: i64) -> Result<u64, Error> {
 //!         self.db
@@ -59,22 +60,22 @@
 //! ([`classify`]): *not executed* (D1 was never reached), *maybe executed*, or *permanent*
 //! (retrying cannot help). Every statement is judged read-only or not by [`is_read_only`],
 //! which lexes SQL the way SQLite does: at compile time when the SQL is a literal or a
-//! constant, at run time otherwise. The attribute combines the two:
+//! constant, at run time otherwise. The attribute retries each D1 call in the body on its
+//! own (a completed statement never runs again, and nothing else in the body runs twice),
+//! and [`decide`] holds the table:
 //!
-//! | the function | not executed | maybe executed | permanent |
+//! | the call's SQL | not executed | maybe executed | permanent |
 //! |---|---|---|---|
-//! | every statement read-only (literal, or dynamic and read-only in this attempt) | retry | retry | no |
-//! | exactly one statement, which may write | retry | no | no |
-//! | several statements, one of them a literal write | compile error, unless `idempotent` | | |
-//! | several statements, a dynamic one wrote in this attempt | no | no | no |
-//! | `#[d1_retry(idempotent)]`: re-running the whole body is safe | retry | retry | no |
-//! | no statement found | compile error, unless `read_only` or `idempotent` | | |
+//! | read-only (literal, constant, or dynamic and scanned) | retry | retry | no |
+//! | may write, or out of sight | retry | no | no |
+//! | `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]`: the whole body, vouched for | retry | retry | no |
 //!
-//! Retries wait 200 ms, doubling, capped at 2 s, jittered to 80-120 %, for at most 5
-//! attempts ([`RetryPolicy`]); a shared [`RetryBudget`] pauses them while D1 keeps failing.
-//! Each retry logs a `tracing` warning with the fields `d1.operation`, `d1.read_only`,
-//! `d1.attempt`, `d1.max_attempts`, `d1.failure_class`, `d1.failure` and `d1.delay_ms`.
-//! When it stops, the caller gets the last error value, of its own type, unchanged.
+//! The calls of one function call share at most 4 retries, waiting 200 ms, doubling, capped
+//! at 2 s, jittered to 80-120 % ([`RetryPolicy`]); a shared [`RetryBudget`] pauses them while
+//! D1 keeps failing. Each retry logs a `tracing` warning with the fields `d1.operation`,
+//! `d1.read_only`, `d1.attempt`, `d1.max_attempts`, `d1.failure_class`, `d1.failure` and
+//! `d1.delay_ms`; a transient failure that is not retried logs why in `d1.withheld`.
+//! When it stops, the caller gets the call's error value, of its own type, unchanged.
 //!
 //! [`d1_retry`] documents the options, the shapes it accepts and the code it expands to;
 //! [`Retry`] is the same driver without the attribute.
@@ -83,7 +84,9 @@
 //!
 //! - `tokio` (default): wait through tokio's timer ([`TokioSleeper`]), for native targets and
 //!   tests with tokio's paused clock.
-//! - `worker`: classify `worker::Error` and wait through `worker::Delay` on `wasm32`.
+//! - `worker`: classify `worker::Error`, wait through `worker::Delay` on `wasm32`, mark
+//!   `worker`'s D1 types as [`D1Receiver`]s, and bring `D1Retry`.
+//! - `testing`: `d1_retry::testing`, a local D1 on SQLite with injectable failures.
 #![warn(missing_docs)]
 
 #[doc(inline)]

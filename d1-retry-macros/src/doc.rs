@@ -67,7 +67,9 @@ fn describe(sql: &Sql) -> String {
     match sql {
         Sql::Literal { text, .. } => format!("`{}`", summary(text)),
         Sql::Const(expr) => {
-            let text = quote::ToTokens::to_token_stream(expr).to_string().replace(' ', "");
+            let text = quote::ToTokens::to_token_stream(expr)
+                .to_string()
+                .replace(' ', "");
             format!("`{text}` (a constant)")
         }
         Sql::Dynamic => "dynamic SQL (scanned when it is prepared)".to_owned(),
@@ -76,11 +78,24 @@ fn describe(sql: &Sql) -> String {
 }
 
 fn verdict(sql: &[Sql]) -> &'static str {
-    let all_read = sql
-        .iter()
-        .all(|sql| matches!(sql, Sql::Literal { read_only: true, .. }));
+    let all_read = sql.iter().all(|sql| {
+        matches!(
+            sql,
+            Sql::Literal {
+                read_only: true,
+                ..
+            }
+        )
+    });
     let writes = sql.iter().any(|sql| {
-        matches!(sql, Sql::Unseen | Sql::Literal { read_only: false, .. })
+        matches!(
+            sql,
+            Sql::Unseen
+                | Sql::Literal {
+                    read_only: false,
+                    ..
+                }
+        )
     });
     if all_read {
         "read-only: retried after any transient failure"
@@ -115,7 +130,10 @@ mod tests {
 
     #[test]
     fn long_sql_is_cut_between_words() {
-        assert_eq!(summary("SELECT id,\n  name FROM users"), "SELECT id, name FROM users");
+        assert_eq!(
+            summary("SELECT id,\n  name FROM users"),
+            "SELECT id, name FROM users"
+        );
         assert_eq!(
             summary("SELECT id, name, email, created_at, updated_at FROM users WHERE id = ?1"),
             "SELECT id, name, email, created_at, ..",

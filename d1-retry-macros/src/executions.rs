@@ -37,6 +37,30 @@ const EXECUTIONS: [&str; 8] = [
     "dump",
 ];
 
+/// Macros whose arguments are expressions evaluated once, where executions are found as
+/// anywhere else.
+const EXPRESSION_MACROS: [&str; 19] = [
+    "vec",
+    "format",
+    "format_args",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "dbg",
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "panic",
+    "join",
+    "try_join",
+];
+
 /// How the body is retried.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
@@ -171,7 +195,12 @@ struct Statements {
 impl Finder<'_> {
     fn fresh_slot(&mut self, hint: &str) -> Ident {
         self.next_slot += 1;
-        format_ident!("__d1_retry_sql_{}_{}", hint, self.next_slot, span = Span::mixed_site())
+        format_ident!(
+            "__d1_retry_sql_{}_{}",
+            hint,
+            self.next_slot,
+            span = Span::mixed_site()
+        )
     }
 
     /// What a statement expression runs: follows `prepare(..)`, `Type::prepare(db, ..)`,
@@ -201,10 +230,18 @@ impl Finder<'_> {
                     self.sql_argument(sql, slot, out);
                 }
             }
-            Expr::Macro(mac) if mac.mac.path.segments.last().is_some_and(|s| s.ident == "query") => {
+            Expr::Macro(mac)
+                if mac
+                    .mac
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|s| s.ident == "query") =>
+            {
                 // workers-rs's `query!(db, sql, args..)`: its SQL is the second argument,
                 // out of reach for a rewrite, so only literals and constants are known.
-                let args = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
+                let args =
+                    Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
                 let sql = match args.ok().and_then(|args| args.into_iter().nth(1)) {
                     Some(sql) => match judge(&sql) {
                         Sql::Dynamic => Sql::Unseen,
@@ -298,7 +335,9 @@ impl Finder<'_> {
             .sql
             .iter()
             .filter_map(|sql| match sql {
-                Sql::Literal { read_only, .. } => Some(quote!(#private::Access::judged(#read_only))),
+                Sql::Literal { read_only, .. } => {
+                    Some(quote!(#private::Access::judged(#read_only)))
+                }
                 Sql::Const(expr) => Some(quote_spanned! {expr.span()=>
                     #private::Access::judged(const { #private::is_read_only(#expr) })
                 }),
@@ -332,7 +371,8 @@ impl Finder<'_> {
                 }
             }
             Expr::Macro(mac) if mac.mac.path.is_ident("vec") => {
-                let parsed = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
+                let parsed =
+                    Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
                 match parsed {
                     Ok(mut elements) if !elements.is_empty() => {
                         for element in &mut elements {
@@ -625,7 +665,10 @@ impl VisitMut for Finder<'_> {
                 if self.executions[before..].iter().any(|e| e.rewritten) {
                     let call = &self.names.call;
                     let init = &self.names.call_init;
-                    block.block.stmts.insert(0, syn::parse_quote!(let #call = #init;));
+                    block
+                        .block
+                        .stmts
+                        .insert(0, syn::parse_quote!(let #call = #init;));
                 }
             }
             Expr::Closure(closure) => {
@@ -653,7 +696,16 @@ impl VisitMut for Finder<'_> {
     }
 
     fn visit_macro_mut(&mut self, mac: &mut Macro) {
-        let is_vec = mac.path.is_ident("vec");
+        let Some(name) = mac.path.segments.last().map(|last| last.ident.to_string()) else {
+            return;
+        };
+        // Only macros known to evaluate each argument once, as an expression, are rewritten.
+        // Any other macro's tokens are its own business: calls inside run as written (in
+        // whole-body mode they are still judged, so `read_only` is checked against them).
+        if self.mode == Mode::PerCall && !EXPRESSION_MACROS.contains(&name.as_str()) {
+            return;
+        }
+        let is_vec = name == "vec";
         let parsed = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.tokens.clone());
         if let Ok(mut args) = parsed {
             for arg in &mut args {
@@ -677,8 +729,6 @@ impl VisitMut for Finder<'_> {
             self.visit_element(&mut element);
             mac.tokens = quote!(#element #semi #count);
         }
-        // Any other macro's tokens are not expressions: calls inside are not seen, and
-        // run as written.
     }
 
     // Nested items (fns, impls, consts) are not run by this body.
@@ -747,10 +797,18 @@ fn statement_like(expr: &Expr) -> bool {
         Expr::Group(inner) => statement_like(&inner.expr),
         Expr::Try(inner) => statement_like(&inner.expr),
         Expr::MethodCall(call) => {
-            matches!(call.method.to_string().as_str(), "bind" | "bind_refs" | "prepare")
+            matches!(
+                call.method.to_string().as_str(),
+                "bind" | "bind_refs" | "prepare"
+            )
         }
         Expr::Call(call) => is_prepare_path(&call.func),
-        Expr::Macro(mac) => mac.mac.path.segments.last().is_some_and(|s| s.ident == "query"),
+        Expr::Macro(mac) => mac
+            .mac
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "query"),
         other => is_place(other),
     }
 }
@@ -759,3 +817,220 @@ const READ_ONLY_CONST_WRITE: &str = "#[d1_retry(read_only)]: this SQL constant m
      remove `read_only` (each execution is then retried on its own, a write only when D1 \
      was not reached), or, if running the whole body twice is safe, write \
      #[d1_retry(idempotent)] instead";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> Names {
+        Names {
+            private: quote!(::d1_retry::__private),
+            call: Ident::new("call", Span::call_site()),
+            call_init: quote!(&CALL),
+            attempt: Ident::new("attempt", Span::call_site()),
+        }
+    }
+
+    /// One line per execution: method, whether rewritten, and what its SQL is.
+    fn found_in(body: &str, mode: Mode, params: &[&str]) -> (Vec<String>, String) {
+        let mut block: Block = syn::parse_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let params: Vec<Ident> = params
+            .iter()
+            .map(|p| Ident::new(p, Span::call_site()))
+            .collect();
+        let found = rewrite(&mut block, mode, &names(), &params);
+        let lines = found
+            .executions
+            .iter()
+            .map(|execution| {
+                let sql: Vec<&str> = execution
+                    .sql
+                    .iter()
+                    .map(|sql| match sql {
+                        Sql::Literal {
+                            read_only: true, ..
+                        } => "read",
+                        Sql::Literal { .. } => "write",
+                        Sql::Const(_) => "const",
+                        Sql::Dynamic => "dynamic",
+                        Sql::Unseen => "unseen",
+                    })
+                    .collect();
+                let rewritten = if execution.rewritten {
+                    "retried"
+                } else {
+                    "as written"
+                };
+                format!("{} {rewritten} {}", execution.method, sql.join("+"))
+            })
+            .collect();
+        (lines, block.into_token_stream().to_string())
+    }
+
+    fn per_call(body: &str) -> Vec<String> {
+        found_in(body, Mode::PerCall, &[]).0
+    }
+
+    #[test]
+    fn executions_and_their_sql() {
+        assert_eq!(
+            per_call(
+                r#"{
+                db.prepare("SELECT 1").bind(&[a])?.first::<Row>(None).await?;
+                db.prepare("DELETE FROM t").run().await?;
+                db.prepare(SQL).all().await?;
+                db.prepare(sql).raw::<Row>().await?;
+                D1Database::prepare(&db, "SELECT 2").first(None).await?;
+                db.exec("SELECT 3").await?;
+                db.exec(&text).await?;
+                db.dump().await?;
+                helper(&db).run().await?;
+            }"#
+            ),
+            [
+                "first retried read",
+                "run retried write",
+                "all retried const",
+                "raw retried dynamic",
+                "first retried read",
+                "exec retried read",
+                "exec retried dynamic",
+                "dump retried read",
+                "run retried unseen",
+            ]
+        );
+    }
+
+    #[test]
+    fn statement_variables_are_followed_unless_rebound() {
+        assert_eq!(
+            per_call(
+                r#"{
+                let find = db.prepare("SELECT 1");
+                find.bind(&[a])?.first(None).await?;
+                let insert = db.prepare("INSERT INTO t VALUES (1)");
+                insert.clone().run().await?;
+                let dynamic = db.prepare(sql);
+                dynamic.await?;
+                let twice = db.prepare("SELECT 2");
+                let twice = db.prepare("DELETE FROM t");
+                twice.run().await?;
+                let mut assigned = db.prepare("SELECT 3");
+                assigned = other;
+                assigned.run().await?;
+            }"#
+            ),
+            [
+                "first retried read",
+                "run retried write",
+                ".await retried dynamic",
+                "run retried unseen",
+                "run retried unseen",
+            ]
+        );
+        // A parameter named like the variable makes the name ambiguous too.
+        let (found, _) = found_in(
+            r#"{ let stmt = db.prepare("SELECT 1"); stmt.run().await }"#,
+            Mode::PerCall,
+            &["stmt"],
+        );
+        assert_eq!(found, ["run retried unseen"]);
+    }
+
+    #[test]
+    fn batches_are_read_only_only_if_every_statement_reads() {
+        assert_eq!(
+            per_call(
+                r#"{
+                db.batch(vec![db.prepare("SELECT 1"), db.prepare("SELECT 2")]).await?;
+                db.batch(vec![db.prepare("SELECT 1"), db.prepare("DELETE FROM t")]).await?;
+                db.batch(statements).await?;
+            }"#
+            ),
+            [
+                "batch retried read+read",
+                "batch retried read+write",
+                "batch retried unseen",
+            ]
+        );
+    }
+
+    #[test]
+    fn only_calls_that_cannot_break_are_rewritten() {
+        assert_eq!(
+            per_call(
+                r#"{
+                let later = db.prepare("SELECT 1").first(None);
+                let place = stmt.run();
+                let both = [a.run(), b.run()];
+                let f = move || stmt.run();
+                let g = async move { stmt.run().await };
+                items.iter().all(|x| x > 0);
+            }"#
+            ),
+            [
+                "first as written read",
+                "run retried unseen",
+                "run as written unseen",
+                "run as written unseen",
+                "run as written unseen",
+                "run retried unseen",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_async_move_block_gets_its_own_schedule() {
+        let (_, body) = found_in(
+            "{ spawn(async move { stmt.run().await }); }",
+            Mode::PerCall,
+            &[],
+        );
+        assert!(body.contains("async move { let call = & CALL ;"), "{body}");
+        let (_, body) = found_in(
+            "{ spawn(async move { other().await }); }",
+            Mode::PerCall,
+            &[],
+        );
+        assert!(!body.contains("CALL"), "{body}");
+    }
+
+    #[test]
+    fn dynamic_sql_is_scanned_where_it_is_prepared() {
+        let (_, body) = found_in("{ db.prepare(sql).run().await }", Mode::PerCall, &[]);
+        assert!(body.contains("d1_scan"), "{body}");
+        assert!(body.contains("SqlSlot :: new ()"), "{body}");
+        let (_, body) = found_in(
+            r#"{ db.prepare("SELECT 1").run().await }"#,
+            Mode::PerCall,
+            &[],
+        );
+        assert!(!body.contains("d1_scan"), "{body}");
+    }
+
+    #[test]
+    fn whole_body_mode_rewrites_nothing_but_observes_dynamic_sql() {
+        let (found, body) = found_in(
+            r#"{ let s = db.prepare(sql); helper(db.prepare("DELETE FROM t")); s.run().await }"#,
+            Mode::WholeBody { read_only: true },
+            &[],
+        );
+        assert_eq!(found, ["run as written "]);
+        assert!(body.contains("attempt . observe (sql)"), "{body}");
+        assert!(!body.contains("d1_site"), "{body}");
+    }
+
+    #[test]
+    fn nested_items_and_foreign_macros_are_skipped() {
+        assert_eq!(
+            per_call(
+                r#"{
+                fn helper(db: &Db) { db.prepare("DELETE FROM t").run(); }
+                my_macro!(db.prepare("DELETE FROM t").run().await);
+                dbg!(db.prepare("SELECT 1").first(None).await);
+            }"#
+            ),
+            ["first retried read"]
+        );
+    }
+}

@@ -13,7 +13,10 @@ pub(crate) fn check(found: &Found, mode: Mode, function: &syn::Ident) -> syn::Re
         return Err(syn::Error::new(span, READ_ONLY_WRITE));
     }
     if mode == Mode::PerCall && found.executions.is_empty() {
-        return Err(syn::Error::new(function.span(), no_execution(&function.to_string())));
+        return Err(syn::Error::new(
+            function.span(),
+            no_execution(&function.to_string()),
+        ));
     }
     Ok(())
 }

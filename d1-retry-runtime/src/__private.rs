@@ -6,14 +6,14 @@ use core::sync::atomic::{AtomicU32, Ordering};
 pub use crate::call::{Call, execute};
 pub use crate::decide::Access;
 pub use crate::driver::Driver;
+pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
+pub use crate::operation::OperationName;
+pub use crate::read_only::is_read_only;
 pub use crate::receiver::{
     Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried, ViaD1Receiver,
     ViaOtherReceiver, ViaSqlOther, ViaSqlText,
 };
 pub use crate::scope::{nested, scoped};
-pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
-pub use crate::operation::OperationName;
-pub use crate::read_only::is_read_only;
 
 /// The documented D1 phrases and their classes, for the classifier's benchmark baseline.
 pub const D1_PHRASES: [(&str, crate::FailureClass); 13] = crate::classify::PHRASES;

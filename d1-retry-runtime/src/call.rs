@@ -38,7 +38,11 @@ impl<'a> Call<'a> {
 
 impl<'a, S> Call<'a, S> {
     /// A call that waits through `sleeper`.
-    pub const fn with_sleeper(policy: RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
+    pub const fn with_sleeper(
+        policy: RetryPolicy,
+        operation: OperationName<'a>,
+        sleeper: S,
+    ) -> Self {
         Call {
             policy,
             operation,

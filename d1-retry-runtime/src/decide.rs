@@ -221,7 +221,10 @@ mod tests {
             (ReadOnly, [Ok(()), Ok(()), Err(Withheld::Permanent)]),
             (Idempotent, [Ok(()), Ok(()), Err(Withheld::Permanent)]),
             (Write, [Ok(()), write, Err(Withheld::Permanent)]),
-            (Unseen, [Ok(()), Err(Withheld::UnseenSql), Err(Withheld::Permanent)]),
+            (
+                Unseen,
+                [Ok(()), Err(Withheld::UnseenSql), Err(Withheld::Permanent)],
+            ),
             (
                 Unretryable,
                 [
@@ -232,8 +235,15 @@ mod tests {
             ),
         ];
         for (access, expected) in rows {
-            for (class, expected) in [NotExecuted, MaybeExecuted, Permanent].into_iter().zip(expected) {
-                let facts = Facts { class, access, ..BASE };
+            for (class, expected) in [NotExecuted, MaybeExecuted, Permanent]
+                .into_iter()
+                .zip(expected)
+            {
+                let facts = Facts {
+                    class,
+                    access,
+                    ..BASE
+                };
                 assert_eq!(decide(facts), expected, "{access:?} {class:?}");
             }
         }
@@ -250,32 +260,78 @@ mod tests {
             (Permanent, false, false),
         ];
         for (class, read_only, expected) in table {
-            assert_eq!(should_retry(class, read_only), expected, "{class} {read_only}");
+            assert_eq!(
+                should_retry(class, read_only),
+                expected,
+                "{class} {read_only}"
+            );
         }
     }
 
     #[test]
     fn a_call_makes_at_most_max_attempts_minus_one_retries() {
-        assert_eq!(decide(Facts { retries_made: 3, ..BASE }), Ok(()));
-        assert_eq!(decide(Facts { retries_made: 4, ..BASE }), Err(Withheld::Exhausted));
         assert_eq!(
-            decide(Facts { retries_made: u32::MAX, ..BASE }),
+            decide(Facts {
+                retries_made: 3,
+                ..BASE
+            }),
+            Ok(())
+        );
+        assert_eq!(
+            decide(Facts {
+                retries_made: 4,
+                ..BASE
+            }),
             Err(Withheld::Exhausted)
         );
-        assert_eq!(decide(Facts { max_attempts: 1, ..BASE }), Err(Withheld::Exhausted));
+        assert_eq!(
+            decide(Facts {
+                retries_made: u32::MAX,
+                ..BASE
+            }),
+            Err(Withheld::Exhausted)
+        );
+        assert_eq!(
+            decide(Facts {
+                max_attempts: 1,
+                ..BASE
+            }),
+            Err(Withheld::Exhausted)
+        );
     }
 
     #[test]
     fn nesting_budget_and_exhaustion_come_in_order() {
-        let all = Facts { nested: true, retries_made: 9, budget_exhausted: true, ..BASE };
+        let all = Facts {
+            nested: true,
+            retries_made: 9,
+            budget_exhausted: true,
+            ..BASE
+        };
         assert_eq!(decide(all), Err(Withheld::Nested));
-        assert_eq!(decide(Facts { nested: false, ..all }), Err(Withheld::Exhausted));
         assert_eq!(
-            decide(Facts { nested: false, retries_made: 0, ..all }),
+            decide(Facts {
+                nested: false,
+                ..all
+            }),
+            Err(Withheld::Exhausted)
+        );
+        assert_eq!(
+            decide(Facts {
+                nested: false,
+                retries_made: 0,
+                ..all
+            }),
             Err(Withheld::Budget)
         );
         // A permanent failure is reported as such even inside another attempt.
-        assert_eq!(decide(Facts { class: Permanent, ..all }), Err(Withheld::Permanent));
+        assert_eq!(
+            decide(Facts {
+                class: Permanent,
+                ..all
+            }),
+            Err(Withheld::Permanent)
+        );
     }
 
     #[test]

@@ -18,7 +18,11 @@ pub(crate) fn draw(seed: Option<u64>, retry: u32, min: Duration, max: Duration) 
     let bits = mix(seed ^ u64::from(retry).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     // `span + 1` cannot overflow: `hi` fits in u64 and `lo` < `hi`. The modulo bias is
     // below 2^-30 for delays under a second.
-    let offset = if span == u64::MAX { bits } else { bits % (span + 1) };
+    let offset = if span == u64::MAX {
+        bits
+    } else {
+        bits % (span + 1)
+    };
     Duration::from_nanos(lo + offset)
 }
 
@@ -97,8 +101,14 @@ mod tests {
         assert!(draws(5).iter().all(|d| (min..=max).contains(d)));
         // Each retry of one seed draws anew, and the draws spread over the interval.
         let spread = draws(5);
-        assert!(spread.iter().any(|d| *d < Duration::from_micros(1500)), "{spread:?}");
-        assert!(spread.iter().any(|d| *d > Duration::from_micros(2500)), "{spread:?}");
+        assert!(
+            spread.iter().any(|d| *d < Duration::from_micros(1500)),
+            "{spread:?}"
+        );
+        assert!(
+            spread.iter().any(|d| *d > Duration::from_micros(2500)),
+            "{spread:?}"
+        );
     }
 
     #[test]

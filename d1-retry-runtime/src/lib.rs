@@ -59,11 +59,11 @@ pub mod worker;
 
 pub use crate::budget::{RetryBudget, RetryTokens};
 pub use crate::class::FailureClass;
-pub use crate::decide::{Access, Facts, Withheld, decide, should_retry};
-pub use crate::receiver::D1Receiver;
 pub use crate::classify::{classify, classify_message};
+pub use crate::decide::{Access, Facts, Withheld, decide, should_retry};
 pub use crate::policy::{PolicyError, RetryPolicy};
 pub use crate::read_only::is_read_only;
+pub use crate::receiver::D1Receiver;
 pub use crate::retry::Retry;
 #[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]
 pub use crate::sleep::NoDefaultSleeper;

@@ -2,10 +2,10 @@
 
 use core::time::Duration;
 
-use crate::failure::Failure;
-use crate::operation::OperationName;
 use crate::PolicyError;
 use crate::decide::Withheld;
+use crate::failure::Failure;
+use crate::operation::OperationName;
 
 /// The fields every line about one failed attempt carries.
 pub(crate) struct Event<'a, 'e> {

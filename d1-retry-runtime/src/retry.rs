@@ -157,8 +157,12 @@ impl<S: Sleeper> Retry<'_, S> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut driver = Driver::new(self.policy, OperationName::Named(self.operation), self.sleeper)
-            .with_seed(self.seed);
+        let mut driver = Driver::new(
+            self.policy,
+            OperationName::Named(self.operation),
+            self.sleeper,
+        )
+        .with_seed(self.seed);
         loop {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own.
             let error = match crate::scope::scoped(attempt()).await {

@@ -52,7 +52,9 @@ mod tests {
 
     fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
         let mut future = core::pin::pin!(future);
-        future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+        future
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
     }
 
     #[test]

@@ -155,11 +155,7 @@ fn no_write_in_the_corpus_is_called_read_only() {
                 .map(move |(_, (_, template))| format!("  {}: {template:?}", rule.name))
         })
         .collect();
-    assert!(
-        unused.is_empty(),
-        "never drawn:\n{}",
-        unused.join("\n")
-    );
+    assert!(unused.is_empty(), "never drawn:\n{}", unused.join("\n"));
     // Both verdicts are well represented, and the scanner keeps reads: calling everything a
     // write would pass the assertion above and retry nothing.
     assert!(
@@ -212,7 +208,11 @@ fn the_grammar_is_well_formed() {
         );
     }
     for rule in GRAMMAR {
-        assert!(reached.contains(rule.name), "rule `{}` is never used", rule.name);
+        assert!(
+            reached.contains(rule.name),
+            "rule `{}` is never used",
+            rule.name
+        );
     }
 }
 

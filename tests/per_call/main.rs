@@ -70,13 +70,21 @@ async fn a_read_then_a_helper_that_writes() {
     for message in MESSAGES {
         for timing in [Timing::BeforeExecution, Timing::AfterExecution] {
             let db = database();
-            db.add_fault(Fault::new(message).timing(timing).when_sql_contains(READ).times(1));
+            db.add_fault(
+                Fault::new(message)
+                    .timing(timing)
+                    .when_sql_contains(READ)
+                    .times(1),
+            );
             let result = repo(&db).read_then_helper("a").await;
             // A read is retried after any transient failure; the write runs once, after it.
             let transient = message != Message::StorageTimeout;
             assert_eq!(result.is_ok(), transient, "{message:?} {timing:?}");
             assert_eq!(calls_with(&db, READ), if transient { 2 } else { 1 });
-            assert_eq!(count(&db, "SELECT count(*) FROM orders"), i64::from(transient));
+            assert_eq!(
+                count(&db, "SELECT count(*) FROM orders"),
+                i64::from(transient)
+            );
         }
     }
 }
@@ -151,7 +159,11 @@ async fn a_loop_retries_the_insert_that_was_not_reached_and_no_other() {
     repo.loop_inserts(&["a", "b", "c", "d"]).await.unwrap();
     assert_eq!(count(&db, "SELECT count(*) FROM orders"), 4);
     assert_eq!(most_copies(&db), 1);
-    assert_eq!(calls_with(&db, INSERT), 5, "only the third insert ran again");
+    assert_eq!(
+        calls_with(&db, INSERT),
+        5,
+        "only the third insert ran again"
+    );
     assert_eq!(repo.effects.load(Ordering::Relaxed), 4);
 }
 
@@ -207,7 +219,11 @@ async fn joined_inserts_retry_each_on_its_own() {
         );
         let _ = repo(&db).joined_inserts(&["a", "b", "c"]).await;
         assert_eq!(most_copies(&db), 1, "{timing:?}");
-        assert_eq!(count(&db, "SELECT count(*) FROM orders"), 3, "every item ran once");
+        assert_eq!(
+            count(&db, "SELECT count(*) FROM orders"),
+            3,
+            "every item ran once"
+        );
         if timing == Timing::BeforeExecution {
             assert_eq!(count(&db, "SELECT count(*) FROM orders"), 3);
             assert_eq!(calls_with(&db, INSERT), 4);
@@ -217,7 +233,11 @@ async fn joined_inserts_retry_each_on_its_own() {
 
 #[tokio::test(start_paused = true)]
 async fn unseen_sql_counts_as_a_write() {
-    for (name, fragment) in [("renamed", INSERT), ("helper", INSERT), ("passed", "passed")] {
+    for (name, fragment) in [
+        ("renamed", INSERT),
+        ("helper", INSERT),
+        ("passed", "passed"),
+    ] {
         for message in [Message::NetworkConnectionLost, Message::CannotResolve] {
             let db = database();
             db.add_fault(
@@ -294,21 +314,32 @@ async fn a_local_const_is_judged_where_it_is_used() {
 
 #[tokio::test(start_paused = true)]
 async fn a_batch_collected_in_a_loop_is_a_write() {
-    for (message, calls) in [(Message::CannotResolve, 2), (Message::NetworkConnectionLost, 1)] {
+    for (message, calls) in [
+        (Message::CannotResolve, 2),
+        (Message::NetworkConnectionLost, 1),
+    ] {
         let db = database();
         db.add_fault(Fault::new(message).on(Operation::Batch).times(1));
         let repo = repo(&db);
         let result = repo.bulk(&["a", "b", "c"]).await;
         assert_eq!(result.is_ok(), message == Message::CannotResolve);
         assert_eq!(calls_with(&db, INSERT), calls, "{message:?}");
-        assert_eq!(repo.effects.load(Ordering::Relaxed), 3, "statements built once");
+        assert_eq!(
+            repo.effects.load(Ordering::Relaxed),
+            3,
+            "statements built once"
+        );
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn branches_type_prepare_and_prefixed_errors() {
     let db = database();
-    db.add_fault(Fault::new(Message::NetworkConnectionLost).after_execution().times(1));
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .times(1),
+    );
     assert!(repo(&db).branch(true).await.is_err());
     assert_eq!(calls_with(&db, "UPDATE"), 1);
 
@@ -326,12 +357,24 @@ async fn branches_type_prepare_and_prefixed_errors() {
 #[tokio::test(start_paused = true)]
 async fn dynamic_sql_is_scanned_where_it_is_prepared() {
     let db = database();
-    db.add_fault(Fault::new(Message::NetworkConnectionLost).after_execution().times(1));
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .times(1),
+    );
     let repo = repo(&db);
-    assert!(repo.dynamic("INSERT INTO orders (item) VALUES ('d')".into()).await.is_err());
+    assert!(
+        repo.dynamic("INSERT INTO orders (item) VALUES ('d')".into())
+            .await
+            .is_err()
+    );
     assert_eq!(calls_with(&db, INSERT), 1);
 
-    db.add_fault(Fault::new(Message::NetworkConnectionLost).after_execution().times(1));
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .times(1),
+    );
     repo.dynamic("SELECT 1 FROM orders".into()).await.unwrap();
     assert_eq!(calls_with(&db, "SELECT 1"), 2);
 }

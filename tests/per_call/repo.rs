@@ -266,9 +266,15 @@ impl Repo {
     #[d1_retry(policy = NO_BUDGET)]
     pub async fn branch(&self, rush: bool) -> Result<(), Error> {
         if rush {
-            self.db.prepare("UPDATE orders SET item = 'rush'").run().await?;
+            self.db
+                .prepare("UPDATE orders SET item = 'rush'")
+                .run()
+                .await?;
         } else {
-            self.db.prepare("UPDATE orders SET item = 'slow'").run().await?;
+            self.db
+                .prepare("UPDATE orders SET item = 'slow'")
+                .run()
+                .await?;
         }
         Ok(())
     }
@@ -276,7 +282,9 @@ impl Repo {
     /// `Type::prepare(&db, sql)`, the form statement macros expand to.
     #[d1_retry(policy = NO_BUDGET)]
     pub async fn path_prepare(&self) -> Result<i64, Error> {
-        let count = D1Database::prepare(&self.db, SQL).first::<Count>(None).await?;
+        let count = D1Database::prepare(&self.db, SQL)
+            .first::<Count>(None)
+            .await?;
         Ok(count.map_or(0, |c| c.n))
     }
 
@@ -324,7 +332,9 @@ async fn read_back(db: &D1Database, id: i64) -> Result<String, Error> {
 }
 
 /// `futures::future::join_all` without the dependency: polls every future until all are done.
-pub async fn join_all<F: core::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+pub async fn join_all<F: core::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
     let mut pending: Vec<_> = futures.into_iter().map(|f| Some(Box::pin(f))).collect();
     let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
     core::future::poll_fn(|cx| {
@@ -340,7 +350,11 @@ pub async fn join_all<F: core::future::Future>(futures: impl IntoIterator<Item =
                 }
             }
         }
-        if done { core::task::Poll::Ready(()) } else { core::task::Poll::Pending }
+        if done {
+            core::task::Poll::Ready(())
+        } else {
+            core::task::Poll::Pending
+        }
     })
     .await;
     outputs.into_iter().flatten().collect()

@@ -165,6 +165,9 @@ mod tests {
         assert!(matches!(*prepared, D1Type::Text("x")));
         assert_eq!(bound(&prepared), [Value::from("x")]);
         assert_eq!(bound(&D1Type::Boolean(false)), [Value::Integer(0)]);
-        assert!(format!("{prepared:?}").contains("Text(\"x\")"), "{prepared:?}");
+        assert!(
+            format!("{prepared:?}").contains("Text(\"x\")"),
+            "{prepared:?}"
+        );
     }
 }

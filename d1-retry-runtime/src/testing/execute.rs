@@ -160,7 +160,10 @@ fn dump(connection: &Connection) -> Result<Vec<u8>, Error> {
     ));
     let failed = |detail: String| Error::d1(format!("dump failed: {detail}"));
     let Some(name) = path.to_str() else {
-        return Err(failed(format!("temporary path {} is not UTF-8", path.display())));
+        return Err(failed(format!(
+            "temporary path {} is not UTF-8",
+            path.display()
+        )));
     };
     // `VACUUM INTO` refuses an existing file; one left by a crashed run of an earlier
     // process with the same id is stale.

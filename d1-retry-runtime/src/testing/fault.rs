@@ -256,11 +256,20 @@ mod tests {
     fn timing_builders_set_the_timing() {
         let mut fault = Fault::new(Message::CodeUpdated).after_execution();
         let call = info(0, Operation::Run, &["x"]);
-        assert_eq!(fault.strikes(&call).map(|s| s.1), Some(Timing::AfterExecution));
+        assert_eq!(
+            fault.strikes(&call).map(|s| s.1),
+            Some(Timing::AfterExecution)
+        );
         fault = fault.before_execution();
-        assert_eq!(fault.strikes(&call).map(|s| s.1), Some(Timing::BeforeExecution));
+        assert_eq!(
+            fault.strikes(&call).map(|s| s.1),
+            Some(Timing::BeforeExecution)
+        );
         fault = fault.timing(Timing::AfterExecution);
-        assert_eq!(fault.strikes(&call).map(|s| s.1), Some(Timing::AfterExecution));
+        assert_eq!(
+            fault.strikes(&call).map(|s| s.1),
+            Some(Timing::AfterExecution)
+        );
         assert_eq!(fault.message(), Message::CodeUpdated);
     }
 
@@ -312,7 +321,11 @@ mod tests {
         let both = ["INSERT INTO a", "INSERT INTO audit"];
         assert!(fault.strikes(&info(0, Operation::Batch, &both)).is_some());
         let neither = ["INSERT INTO a", "INSERT INTO b"];
-        assert!(fault.strikes(&info(1, Operation::Batch, &neither)).is_none());
+        assert!(
+            fault
+                .strikes(&info(1, Operation::Batch, &neither))
+                .is_none()
+        );
         assert!(fault.strikes(&info(2, Operation::Dump, &[])).is_none());
     }
 }

@@ -97,7 +97,10 @@ mod tests {
 
     fn struck(plan: &mut FaultPlan, n: u64) -> Vec<u64> {
         (0..n)
-            .filter(|&i| plan.decide(&info(i, Operation::First, &["SELECT"])).is_some())
+            .filter(|&i| {
+                plan.decide(&info(i, Operation::First, &["SELECT"]))
+                    .is_some()
+            })
             .collect()
     }
 

@@ -92,6 +92,12 @@ impl D1DatabaseSession {
     }
 }
 
+/// `worker::D1DatabaseSession` carries the mark, so a session's `batch` in a
+/// `#[d1_retry]` function is retried on a Worker; the kit's must be too, or the same source
+/// would behave differently natively. (`receiver.rs` marks the kit's database and
+/// statement; the session type lives here.)
+impl crate::D1Receiver for D1DatabaseSession {}
+
 impl D1Database {
     /// A session, as `worker::D1Database::with_session`: `None`, `"first-primary"` or
     /// `"first-unconstrained"` start without a bookmark; any other text must be a bookmark
@@ -101,7 +107,10 @@ impl D1Database {
     ///
     /// Text that is neither a constraint nor a bookmark this database has given out:
     /// `D1_ERROR: invalid bookmark: <text>` (the kit's wording; D1's may differ).
-    pub fn with_session(&self, constraint_or_bookmark: Option<&str>) -> Result<D1DatabaseSession, Error> {
+    pub fn with_session(
+        &self,
+        constraint_or_bookmark: Option<&str>,
+    ) -> Result<D1DatabaseSession, Error> {
         let start = match constraint_or_bookmark.map(str::trim) {
             None | Some("first-primary" | "first-unconstrained") => None,
             Some(text) => match parse(text) {
@@ -134,14 +143,21 @@ pub(crate) struct SessionLink(Arc<Mutex<Option<D1SessionBookmark>>>);
 
 impl SessionLink {
     fn get(&self) -> Option<D1SessionBookmark> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Records that a call of the session saw the database at `version`.
     pub(crate) fn saw(&self, version: u64) {
         let mut bookmark = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         // Only forward: a session never goes back to an older state than it has seen.
-        if bookmark.as_deref().and_then(parse).is_none_or(|seen| seen <= version) {
+        if bookmark
+            .as_deref()
+            .and_then(parse)
+            .is_none_or(|seen| seen <= version)
+        {
             *bookmark = Some(render(version));
         }
     }
@@ -217,6 +233,14 @@ mod tests {
         link.saw(5);
         assert_eq!(link.get(), Some(render(5)));
         assert!(format!("{link:?}").contains(&render(5)));
+    }
+
+    #[test]
+    fn sessions_are_d1_receivers_like_workers() {
+        fn marked<T: crate::D1Receiver>() {}
+        marked::<D1DatabaseSession>();
+        marked::<D1Database>();
+        marked::<D1PreparedStatement>();
     }
 
     #[test]

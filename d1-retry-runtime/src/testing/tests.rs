@@ -729,7 +729,11 @@ fn raw_js_value_is_a_raw_call() {
                 vec![Value::Integer(2), Value::Null]
             ]
         );
-        db.add_fault(Fault::new(Message::StorageReset).on(Operation::Raw).times(1));
+        db.add_fault(
+            Fault::new(Message::StorageReset)
+                .on(Operation::Raw)
+                .times(1),
+        );
         let error = db.prepare("SELECT 1").raw_js_value().await.unwrap_err();
         assert_eq!(error.injected(), Some(Timing::BeforeExecution));
         let operations: Vec<Operation> = db.calls().iter().map(|c| c.operation).collect();
@@ -765,7 +769,11 @@ fn dump_takes_faults_before_and_after() {
         let db = users();
         db.set_faults(
             FaultPlan::new()
-                .with(Fault::new(Message::CannotResolve).on(Operation::Dump).times(1))
+                .with(
+                    Fault::new(Message::CannotResolve)
+                        .on(Operation::Dump)
+                        .times(1),
+                )
                 .with(
                     Fault::new(Message::CodeUpdated)
                         .on(Operation::Dump)
@@ -799,7 +807,11 @@ fn session_bookmarks_start_empty_and_advance_on_writes() {
         session.prepare("SELECT 1").all().await.unwrap();
         let first = session.get_bookmark().unwrap().unwrap();
         // Reads see the same state: the bookmark stays.
-        let _: Option<i64> = session.prepare("SELECT 1 AS n").first(Some("n")).await.unwrap();
+        let _: Option<i64> = session
+            .prepare("SELECT 1 AS n")
+            .first(Some("n"))
+            .await
+            .unwrap();
         assert_eq!(session.get_bookmark().unwrap().as_deref(), Some(&*first));
         // A write anywhere moves the state; the session sees it on its next call.
         db.prepare("INSERT INTO users (email) VALUES ('s1@x')")
@@ -893,7 +905,10 @@ fn sessions_start_from_bookmarks_of_this_database_only() {
         // database further along than this one.
         let ahead = users();
         for _ in 0..3 {
-            ahead.exec("INSERT INTO users (email) VALUES (random())").await.unwrap();
+            ahead
+                .exec("INSERT INTO users (email) VALUES (random())")
+                .await
+                .unwrap();
         }
         let later = ahead.with_session(None).unwrap();
         later.prepare("SELECT 1").all().await.unwrap();
@@ -912,7 +927,10 @@ fn sessions_start_from_bookmarks_of_this_database_only() {
 #[test]
 fn a_repository_error_of_its_own_is_permanent() {
     let error = Error::from("the batch returned fewer results than statements");
-    assert_eq!(error.to_string(), "the batch returned fewer results than statements");
+    assert_eq!(
+        error.to_string(),
+        "the batch returned fewer results than statements"
+    );
     assert_eq!(classify(&error), FailureClass::Permanent);
     let from_exec: Result<Option<u32>, Error> = exec_count();
     assert_eq!(from_exec.unwrap(), Some(1));

@@ -484,7 +484,10 @@ mod tests {
         // A whole REAL reads as an integer, as the JS number 5 does.
         assert_eq!(from_value::<i64>(&Value::Real(5.0)).unwrap(), 5);
         assert_eq!(from_value::<u8>(&Value::Real(-0.0)).unwrap(), 0);
-        assert_eq!(from_value::<Value>(&Value::Real(5.0)).unwrap(), Value::Integer(5));
+        assert_eq!(
+            from_value::<Value>(&Value::Real(5.0)).unwrap(),
+            Value::Integer(5)
+        );
         assert!(from_value::<i64>(&Value::Real(5.5)).is_err());
         assert!(from_value::<i64>(&Value::Real(f64::NAN)).is_err());
         assert!(from_value::<i64>(&Value::Real(f64::INFINITY)).is_err());

@@ -86,7 +86,10 @@ pub const GRAMMAR: &[Rule] = &[
     ),
     // Where SQLite reads ahead past spaces but not comments (`WINDOW w AS`, `OVER (`,
     // `FILTER (`): a comment there is a syntax error, so only spaces and line breaks.
-    rule("_ws", &[(8, " "), (1, "\n"), (1, "\t"), (1, "\r\n  "), (1, "\u{c}")]),
+    rule(
+        "_ws",
+        &[(8, " "), (1, "\n"), (1, "\t"), (1, "\r\n  "), (1, "\u{c}")],
+    ),
     rule(
         "_lead",
         &[
@@ -116,11 +119,17 @@ pub const GRAMMAR: &[Rule] = &[
         "select",
         &[
             (1, "SELECT {value_items}"),
-            (6, "SELECT{distinct} {items} FROM {from}{where}{group}{order}{limit}"),
+            (
+                6,
+                "SELECT{distinct} {items} FROM {from}{where}{group}{order}{limit}",
+            ),
             (1, "SELECT{distinct} * FROM {from}{where}{order}{limit}"),
             (1, "SELECT u.* FROM users AS u{where}{limit}"),
             (1, "SELECT count(*) FROM users AS u{where}"),
-            (1, "SELECT {expr} FROM users AS u WINDOW{_ws}w{_ws}AS (ORDER BY u.id)"),
+            (
+                1,
+                "SELECT {expr} FROM users AS u WINDOW{_ws}w{_ws}AS (ORDER BY u.id)",
+            ),
         ],
     ),
     rule("distinct", &[(6, ""), (1, " DISTINCT"), (1, " ALL")]),
@@ -292,7 +301,10 @@ pub const GRAMMAR: &[Rule] = &[
             (1, "coalesce(u.deleted_at, 'never')"),
             (1, "CAST(u.id AS TEXT)"),
             (1, "CASE WHEN u.id > 1 THEN 'update' ELSE 'delete' END"),
-            (1, "(SELECT count(*) FROM posts AS p WHERE p.user_id = u.id)"),
+            (
+                1,
+                "(SELECT count(*) FROM posts AS p WHERE p.user_id = u.id)",
+            ),
             (1, "row_number() OVER{_ws}(ORDER BY u.id)"),
             (1, "count(*) OVER{_ws}()"),
             (1, "json_extract(u.email, '$.a')"),
@@ -356,7 +368,10 @@ pub const GRAMMAR: &[Rule] = &[
                 "{single_column} {compound_op} {single_column} {compound_op} {single_column}",
             ),
             // ORDER BY cannot follow a VALUES.
-            (1, "{single_column} {compound_op} SELECT {value} ORDER BY 1 LIMIT 3"),
+            (
+                1,
+                "{single_column} {compound_op} SELECT {value} ORDER BY 1 LIMIT 3",
+            ),
         ],
     ),
     rule(
@@ -372,11 +387,22 @@ pub const GRAMMAR: &[Rule] = &[
     ),
     rule(
         "compound_op",
-        &[(2, "UNION"), (2, "UNION ALL"), (1, "INTERSECT"), (1, "EXCEPT")],
+        &[
+            (2, "UNION"),
+            (2, "UNION ALL"),
+            (1, "INTERSECT"),
+            (1, "EXCEPT"),
+        ],
     ),
     rule("values", &[(2, "VALUES {rows}"), (1, "VALUES {pairs}")]),
     rule("rows", &[(2, "({value})"), (1, "({value}), {rows}")]),
-    rule("pairs", &[(2, "({value}, {value})"), (1, "({value}, {value}), {pairs}")]),
+    rule(
+        "pairs",
+        &[
+            (2, "({value}, {value})"),
+            (1, "({value}, {value}), {pairs}"),
+        ],
+    ),
     rule(
         "with_read",
         &[
@@ -389,7 +415,10 @@ pub const GRAMMAR: &[Rule] = &[
                 1,
                 "WITH a AS (SELECT 1 AS v), b AS (SELECT v + 1 AS v FROM a) SELECT * FROM b",
             ),
-            (1, "WITH c(k, v) AS (VALUES (1, 'DELETE'), (2, 'x')) SELECT v FROM c"),
+            (
+                1,
+                "WITH c(k, v) AS (VALUES (1, 'DELETE'), (2, 'x')) SELECT v FROM c",
+            ),
         ],
     ),
     rule("recursive", &[(4, ""), (1, "RECURSIVE ")]),
@@ -406,7 +435,10 @@ pub const GRAMMAR: &[Rule] = &[
             (1, "SELECT c.name AS replace FROM c ORDER BY 1"),
             (1, "VALUES (1)"),
             (1, "SELECT * FROM c JOIN posts AS p ON p.user_id = c.id"),
-            (1, "SELECT * FROM c UNION ALL SELECT u.id, u.name FROM users AS u"),
+            (
+                1,
+                "SELECT * FROM c UNION ALL SELECT u.id, u.name FROM users AS u",
+            ),
         ],
     ),
     rule(
@@ -449,8 +481,14 @@ pub const GRAMMAR: &[Rule] = &[
             (1, "SELECT u.{keyword_column} FROM users AS u"),
             (1, "SELECT {keyword_column} FROM users"),
             (1, "SELECT {expr}, {value} FROM users AS u{where}"),
-            (1, "SELECT count(*) FILTER{_ws}(WHERE u.id > 1) FROM users AS u"),
-            (1, "SELECT title FROM docs WHERE docs MATCH 'delete OR update'"),
+            (
+                1,
+                "SELECT count(*) FILTER{_ws}(WHERE u.id > 1) FROM users AS u",
+            ),
+            (
+                1,
+                "SELECT title FROM docs WHERE docs MATCH 'delete OR update'",
+            ),
             (1, "SELECT value FROM json_each('[\"DROP\", \"UPDATE\"]')"),
             (1, "SELECT name FROM pragma_table_info('users')"),
             (1, "SELECT name FROM sqlite_schema WHERE type = 'trigger'"),
@@ -461,7 +499,10 @@ pub const GRAMMAR: &[Rule] = &[
             (1, "SELECT 1\0"),
             (1, "SELECT 1\0; DELETE FROM users"),
             (1, "SELECT CAST(?1 AS INTEGER) AS id"),
-            (1, "SELECT 1 AS updated, 2 AS deletes, 3 AS inserted, 4 AS dropped"),
+            (
+                1,
+                "SELECT 1 AS updated, 2 AS deletes, 3 AS inserted, 4 AS dropped",
+            ),
             (1, "SELECT u.id FROM users AS u ORDER BY u.id {collate}"),
         ],
     ),
@@ -475,7 +516,10 @@ pub const GRAMMAR: &[Rule] = &[
             (1, "[delete]"),
         ],
     ),
-    rule("collate", &[(1, "COLLATE NOCASE"), (1, "COLLATE \"binary\"")]),
+    rule(
+        "collate",
+        &[(1, "COLLATE NOCASE"), (1, "COLLATE \"binary\"")],
+    ),
     // Line breaks where D1's exec() would cut a read into lines that mean something else.
     rule(
         "_line_trap",
@@ -499,9 +543,15 @@ pub const GRAMMAR: &[Rule] = &[
                 4,
                 "INSERT{or_conflict} INTO users (name, email) VALUES ({value}, {value}){upsert}{returning}",
             ),
-            (2, "INSERT INTO users (name) SELECT u.name FROM users AS u{where}{returning}"),
+            (
+                2,
+                "INSERT INTO users (name) SELECT u.name FROM users AS u{where}{returning}",
+            ),
             (1, "INSERT INTO users DEFAULT VALUES{returning}"),
-            (1, "INSERT INTO tags (post_id, tag) VALUES (1, 'x'), (2, 'y'){tags_returning}"),
+            (
+                1,
+                "INSERT INTO tags (post_id, tag) VALUES (1, 'x'), (2, 'y'){tags_returning}",
+            ),
             (
                 1,
                 "INSERT INTO main.kv VALUES ('k', {value}) ON CONFLICT (key) DO UPDATE SET value = excluded.value WHERE kv.value IS NOT excluded.value",
@@ -556,8 +606,14 @@ pub const GRAMMAR: &[Rule] = &[
     rule(
         "replace_into",
         &[
-            (2, "REPLACE INTO tags (post_id, tag) VALUES ({value}, 'a'){tags_returning}"),
-            (1, "REPLACE INTO users (id, name) SELECT id, name FROM users WHERE id = 1"),
+            (
+                2,
+                "REPLACE INTO tags (post_id, tag) VALUES ({value}, 'a'){tags_returning}",
+            ),
+            (
+                1,
+                "REPLACE INTO users (id, name) SELECT id, name FROM users WHERE id = 1",
+            ),
             (1, "replace into kv values ('a', replace('b', 'c', 'd'))"),
             (1, "REPLACE INTO main.kv (key, value) VALUES (?1, ?2)"),
         ],
@@ -565,9 +621,18 @@ pub const GRAMMAR: &[Rule] = &[
     rule(
         "update",
         &[
-            (4, "UPDATE{or_conflict} users SET {assignments}{plain_where}{returning}"),
-            (1, "UPDATE users SET name = p.title FROM posts AS p WHERE p.user_id = users.id"),
-            (1, "UPDATE posts SET title = 'x' WHERE id IN (SELECT id FROM posts LIMIT 1)"),
+            (
+                4,
+                "UPDATE{or_conflict} users SET {assignments}{plain_where}{returning}",
+            ),
+            (
+                1,
+                "UPDATE users SET name = p.title FROM posts AS p WHERE p.user_id = users.id",
+            ),
+            (
+                1,
+                "UPDATE posts SET title = 'x' WHERE id IN (SELECT id FROM posts LIMIT 1)",
+            ),
             (1, "UPDATE users AS u SET name = 'y' WHERE u.id = 1"),
             (1, "update kv set value = replace(value, 'a', 'b')"),
         ],
@@ -596,7 +661,10 @@ pub const GRAMMAR: &[Rule] = &[
         "delete",
         &[
             (4, "DELETE FROM users{plain_where}{returning}"),
-            (1, "DELETE FROM posts WHERE id IN (SELECT post_id FROM tags)"),
+            (
+                1,
+                "DELETE FROM posts WHERE id IN (SELECT post_id FROM tags)",
+            ),
             (1, "DELETE FROM main.tags"),
             (1, "delete from kv where key = 'SELECT'"),
             (1, "DELETE FROM docs WHERE docs MATCH 'x'"),
@@ -614,10 +682,19 @@ pub const GRAMMAR: &[Rule] = &[
         &[
             (1, "INSERT INTO tags (post_id, tag) SELECT id, 'x' FROM c"),
             (1, "DELETE FROM posts WHERE user_id IN (SELECT id FROM c)"),
-            (1, "UPDATE users SET name = 'y' WHERE id IN (SELECT id FROM c)"),
+            (
+                1,
+                "UPDATE users SET name = 'y' WHERE id IN (SELECT id FROM c)",
+            ),
             (1, "REPLACE INTO tags (post_id, tag) SELECT id, 'z' FROM c"),
-            (1, "INSERT OR REPLACE INTO tags SELECT id, 'w' FROM c RETURNING tag"),
-            (1, "DELETE FROM users WHERE id IN (SELECT id FROM c) RETURNING name"),
+            (
+                1,
+                "INSERT OR REPLACE INTO tags SELECT id, 'w' FROM c RETURNING tag",
+            ),
+            (
+                1,
+                "DELETE FROM users WHERE id IN (SELECT id FROM c) RETURNING name",
+            ),
         ],
     ),
     rule(
@@ -637,7 +714,10 @@ pub const GRAMMAR: &[Rule] = &[
                 1,
                 "CREATE UNIQUE INDEX IF NOT EXISTS users_live_email ON users (email) WHERE deleted_at IS NULL",
             ),
-            (1, "CREATE INDEX IF NOT EXISTS posts_user ON posts (user_id)"),
+            (
+                1,
+                "CREATE INDEX IF NOT EXISTS posts_user ON posts (user_id)",
+            ),
             (1, "CREATE VIEW names AS SELECT name FROM users"),
             (1, "CREATE TEMP VIEW one AS SELECT 1"),
             (1, "CREATE VIEW IF NOT EXISTS active_users AS SELECT 1"),
@@ -1003,8 +1083,10 @@ pub fn rule_index(name: &str) -> usize {
 
 /// The rules a template refers to.
 pub fn references(template: &str) -> impl Iterator<Item = &str> {
-    pieces(template).into_iter().filter_map(|piece| match piece {
-        Piece::Rule(name) => Some(name),
-        _ => None,
-    })
+    pieces(template)
+        .into_iter()
+        .filter_map(|piece| match piece {
+            Piece::Rule(name) => Some(name),
+            _ => None,
+        })
 }

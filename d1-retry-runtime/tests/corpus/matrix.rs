@@ -47,9 +47,7 @@ impl Reason {
             Reason::Transaction
         } else if starts(&["ATTACH", "DETACH"]) {
             Reason::AttachDetach
-        } else if starts(&[
-            "CREATE", "DROP", "ALTER", "REINDEX", "ANALYZE", "VACUUM",
-        ]) {
+        } else if starts(&["CREATE", "DROP", "ALTER", "REINDEX", "ANALYZE", "VACUUM"]) {
             Reason::NoOpDdl
         } else if is_read_only(&sql.replace('\n', " ")) {
             Reason::LineBreak
@@ -87,10 +85,9 @@ impl Reason {
     }
 }
 
-/// The first word of each statement of `sql`, upper-cased, past `EXPLAIN [QUERY PLAN]`:
-/// good enough for the report (strings are not skipped).
+/// The first word of each statement of `sql`, upper-cased, past `EXPLAIN [QUERY PLAN]`.
 fn first_words(sql: &str) -> Vec<String> {
-    without_comments(sql)
+    code_only(sql)
         .split(';')
         .filter_map(|statement| {
             statement
@@ -101,21 +98,30 @@ fn first_words(sql: &str) -> Vec<String> {
         .collect()
 }
 
-/// `sql` without its `--` and `/* */` comments, ignoring strings.
-fn without_comments(sql: &str) -> String {
+/// `sql` with each comment made a space and each string or quoted name made `x`: good
+/// enough to find the first word of each statement for the report.
+fn code_only(sql: &str) -> String {
     let mut text = String::new();
     let mut rest = sql;
-    while !rest.is_empty() {
-        if let Some(comment) = rest.strip_prefix("--") {
-            rest = comment.find('\n').map_or("", |end| &comment[end..]);
-        } else if let Some(comment) = rest.strip_prefix("/*") {
-            rest = comment.find("*/").map_or("", |end| &comment[end + 2..]);
+    while let Some(c) = rest.chars().next() {
+        let skip = if rest.starts_with("--") {
             text.push(' ');
+            rest.find('\n').unwrap_or(rest.len())
+        } else if let Some(comment) = rest.strip_prefix("/*") {
+            text.push(' ');
+            comment.find("*/").map_or(rest.len(), |end| end + 4)
+        } else if let Some(close) = match c {
+            '\'' | '"' | '`' => Some(c),
+            '[' => Some(']'),
+            _ => None,
+        } {
+            text.push('x');
+            rest[1..].find(close).map_or(rest.len(), |end| end + 2)
         } else {
-            let mut chars = rest.chars();
-            text.extend(chars.next());
-            rest = chars.as_str();
-        }
+            text.push(c);
+            c.len_utf8()
+        };
+        rest = &rest[skip..];
     }
     text
 }
@@ -220,7 +226,10 @@ impl Matrix {
     /// The confusion matrix and the reasons for lost reads, as markdown.
     pub fn markdown(&self) -> String {
         let mut text = String::new();
-        let _ = writeln!(text, "| SQLite says | scanner: read-only | scanner: write |");
+        let _ = writeln!(
+            text,
+            "| SQLite says | scanner: read-only | scanner: write |"
+        );
         let _ = writeln!(text, "|---|---:|---:|");
         let _ = writeln!(
             text,

@@ -66,7 +66,9 @@ impl Oracle {
     /// An in-memory database with [`SCHEMA`].
     pub fn new() -> Self {
         let connection = Connection::open_in_memory().expect("an in-memory SQLite opens");
-        connection.execute_batch(SCHEMA).expect("the schema applies");
+        connection
+            .execute_batch(SCHEMA)
+            .expect("the schema applies");
         Oracle { connection }
     }
 

@@ -9,10 +9,10 @@
 use d1_retry::d1_retry;
 use serde::{Deserialize, Serialize};
 
-#[cfg(target_arch = "wasm32")]
-use worker::{D1Database, D1Result, Error, wasm_bindgen::JsValue};
 #[cfg(not(target_arch = "wasm32"))]
 use d1_retry::testing::{D1Database, D1Result, Error, JsValue};
+#[cfg(target_arch = "wasm32")]
+use worker::{D1Database, D1Result, Error, wasm_bindgen::JsValue};
 
 /// `worker::Result` on a Worker; the local D1's error natively.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
