@@ -26,10 +26,14 @@ impl std::error::Error for DbError {}
 /// A stand-in for `worker::D1Database` whose statements succeed on their first poll.
 struct Db;
 
+#[derive(Clone)]
 struct Statement<'q> {
     sql: &'q str,
     id: i64,
 }
+
+// Marked, so the annotated methods below take the retrying path.
+impl d1_retry::D1Receiver for Statement<'_> {}
 
 impl Db {
     fn prepare<'q>(&self, sql: &'q str) -> Statement<'q> {
@@ -43,7 +47,7 @@ impl Statement<'_> {
         self
     }
 
-    async fn run(self) -> Result<usize, DbError> {
+    async fn run(&self) -> Result<usize, DbError> {
         Ok(black_box(self.sql).len() + usize::from(black_box(self.id) > 0))
     }
 }

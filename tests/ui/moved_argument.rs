@@ -4,7 +4,18 @@ use d1_retry::d1_retry;
 mod db;
 use db::{Db, DbError};
 
-#[d1_retry]
+// The whole body is retried under `read_only` and `idempotent`, so it must not move an
+// argument; the default mode, which has no loop, accepts this (`pass/moved_argument.rs`).
+#[d1_retry(read_only)]
+async fn find(db: &Db, name: String) -> Result<Option<i64>, DbError> {
+    let name: Vec<u8> = name.into_bytes();
+    db.prepare("SELECT id FROM users WHERE length(name) = ?1")
+        .bind(&[name.len() as i64])?
+        .first()
+        .await
+}
+
+#[d1_retry(idempotent)]
 async fn rename(db: &Db, name: String) -> Result<u64, DbError> {
     let name: Vec<u8> = name.into_bytes();
     db.prepare("UPDATE users SET name = ?1")
@@ -14,5 +25,5 @@ async fn rename(db: &Db, name: String) -> Result<u64, DbError> {
 }
 
 fn main() {
-    let _ = rename;
+    let _ = (find, rename);
 }

@@ -1,0 +1,268 @@
+//! The judge of each round: every call against the journal (attempts, classes, the error
+//! the caller got, waits within the policy) and the database (no write applied twice).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use d1_retry::FailureClass;
+use d1_retry::testing::{Call, Timing, Value};
+
+use crate::faults::hash;
+use crate::harness::{Harness, Outcome};
+use crate::ms;
+use crate::repository::{Access, Kind};
+
+/// The operation a journal entry belongs to: the first parameter, or the `/* op N */` tag.
+fn op_of(call: &Call) -> Option<i64> {
+    let (sql, params) = call.statements.first()?;
+    match params.first() {
+        Some(Value::Integer(op)) => Some(*op),
+        _ => sql.strip_prefix("/* op ")?.split_once(' ')?.0.parse().ok(),
+    }
+}
+
+/// What the journal says a call's failure means (`None`: it succeeded).
+fn class_of(call: &Call) -> Option<FailureClass> {
+    match (&call.injected, &call.error) {
+        (Some((message, _)), _) => message.documented_class(),
+        (None, Some(_)) => Some(FailureClass::Permanent),
+        (None, None) => None,
+    }
+}
+
+impl Harness {
+    /// Checks every operation of a finished round against the journal and the database.
+    fn verify_round(&self) {
+        let calls = self.db.take_calls();
+        let mut by_op: HashMap<i64, Vec<Call>> = HashMap::new();
+        for call in calls {
+            let op = op_of(&call);
+            self.check(op.is_some(), || {
+                format!("a call without an operation id: {call:?}")
+            });
+            if let Some(op) = op {
+                by_op.entry(op).or_default().push(call);
+            }
+        }
+        let outcomes = std::mem::take(&mut *self.outcomes.borrow_mut());
+        let first = outcomes.iter().map(|o| o.op).min().unwrap_or(0);
+        let last = outcomes.iter().map(|o| o.op).max().unwrap_or(0);
+        let written: HashMap<i64, i64> = self.db.with_connection(|c| {
+            let mut statement = c
+                .prepare(
+                    "SELECT op_id, count(*) FROM writes WHERE op_id BETWEEN ?1 AND ?2 \
+                     GROUP BY op_id",
+                )
+                .expect("the count query prepares");
+            statement
+                .query_map([first, last], |row| Ok((row.get(0)?, row.get(1)?)))
+                .expect("the count query runs")
+                .collect::<Result<_, _>>()
+                .expect("the counts read")
+        });
+        for outcome in &outcomes {
+            let calls = by_op.remove(&outcome.op).unwrap_or_default();
+            self.verify(
+                outcome,
+                &calls,
+                written.get(&outcome.op).copied().unwrap_or(0),
+            );
+        }
+        self.check(by_op.is_empty(), || {
+            format!(
+                "calls of operations that never finished: {:?}",
+                by_op.keys()
+            )
+        });
+    }
+
+    fn verify(&self, outcome: &Outcome, calls: &[Call], rows: i64) {
+        let Outcome { op, kind, .. } = *outcome;
+        let policy = kind.policy(self.path);
+        let access = kind.access();
+        let describe = || {
+            let mut text = format!("operation {outcome:#?}\njournal:\n");
+            for call in calls {
+                let _ = writeln!(
+                    text,
+                    "  #{} {:?} injected={:?} executed={} error={:?}",
+                    call.index, call.operation, call.injected, call.executed, call.error
+                );
+            }
+            let _ = write!(text, "rows in `writes` for this operation: {rows}");
+            text
+        };
+        let attempts = u32::try_from(calls.len()).unwrap_or(u32::MAX);
+        self.check(attempts >= 1, || format!("no call made\n{}", describe()));
+        self.check(attempts <= policy.max_attempts(), || {
+            format!(
+                "{attempts} attempts, the policy allows {}\n{}",
+                policy.max_attempts(),
+                describe()
+            )
+        });
+        let Some(last) = calls.last() else { return };
+
+        // Every call but the last failed in a way the retry table retries.
+        for call in &calls[..calls.len() - 1] {
+            let class = class_of(call);
+            self.check(class.is_some_and(|c| access.retries(c)), || {
+                format!(
+                    "retried after call #{} ({class:?}), which {access:?} must not retry\n{}",
+                    call.index,
+                    describe()
+                )
+            });
+        }
+        // The caller got the last call's outcome, unchanged.
+        self.check(outcome.error == last.error, || {
+            format!(
+                "the caller got {:?}, the last call {:?}\n{}",
+                outcome.error,
+                last.error,
+                describe()
+            )
+        });
+        // It stopped for a reason: success, a failure it must not retry, the last attempt,
+        // or (for a budgeted policy) an exhausted budget.
+        let mut tally = self.tally.borrow_mut();
+        if let Some(class) = class_of(last) {
+            tally.caller_errors += 1;
+            let retryable = access.retries(class);
+            let at_limit = attempts == policy.max_attempts();
+            if class == FailureClass::Permanent {
+                tally.permanent_errors += 1;
+            }
+            if class == FailureClass::MaybeExecuted && access == Access::Write {
+                tally.maybe_executed_write_errors += 1;
+            }
+            if retryable && at_limit {
+                tally.exhausted += 1;
+            }
+            if retryable && !at_limit {
+                tally.budget_stops += 1;
+            }
+            drop(tally);
+            self.check(!retryable || at_limit || policy.budget().is_some(), || {
+                format!(
+                    "gave up on a retryable failure before the last attempt\n{}",
+                    describe()
+                )
+            });
+        } else {
+            drop(tally);
+        }
+
+        // The database: no write applied twice; exactly as often as the journal says it ran.
+        let per_execution = kind.rows_written();
+        if per_execution > 0 {
+            let executed =
+                i64::try_from(calls.iter().filter(|c| c.executed).count()).unwrap_or(i64::MAX);
+            self.check(rows == per_execution * executed, || {
+                format!(
+                    "{rows} rows written, the journal says {executed} executions\n{}",
+                    describe()
+                )
+            });
+            self.check(rows <= per_execution, || {
+                format!("a write applied twice\n{}", describe())
+            });
+            if outcome.error.is_none() {
+                self.check(rows == per_execution, || {
+                    format!(
+                        "a write the caller saw succeed is not there exactly once\n{}",
+                        describe()
+                    )
+                });
+            }
+        }
+        if per_execution == 0 {
+            self.check(rows == 0, || {
+                format!("a read or upsert wrote to `writes`\n{}", describe())
+            });
+        }
+        if kind == Kind::Duplicate {
+            self.check(
+                outcome.error.as_deref().is_some_and(|e| !e.is_empty()),
+                || format!("a duplicate insert succeeded\n{}", describe()),
+            );
+        }
+
+        // Waits: each within the policy's bounds for that retry, the total within its schedule.
+        self.check(outcome.stamps.len() == calls.len(), || {
+            format!(
+                "{} attempts started, {} calls made\n{}",
+                outcome.stamps.len(),
+                calls.len(),
+                describe()
+            )
+        });
+        // tokio's timer fires on whole milliseconds.
+        let tick = ms(1);
+        for (retry, pair) in (1u32..).zip(outcome.stamps.windows(2)) {
+            let waited = pair[1] - pair[0];
+            let (min, max) = policy.delay_bounds(retry);
+            self.check(min <= waited && waited <= max + tick, || {
+                format!(
+                    "retry {retry} waited {waited:?}, the policy allows {min:?}..={max:?}\n{}",
+                    describe()
+                )
+            });
+        }
+        if let (Some(first), Some(last_stamp)) = (outcome.stamps.first(), outcome.stamps.last()) {
+            let total = *last_stamp - *first;
+            let bound = policy.max_total_delay() + tick * attempts;
+            self.check(total <= bound, || {
+                format!(
+                    "waited {total:?} in all, the schedule allows {:?}\n{}",
+                    policy.max_total_delay(),
+                    describe()
+                )
+            });
+        }
+
+        let mut tally = self.tally.borrow_mut();
+        tally.operations += 1;
+        tally.calls += u64::from(attempts);
+        tally.retries += u64::from(attempts - 1);
+        for call in calls {
+            match call.injected {
+                Some((_, Timing::BeforeExecution)) => tally.faults_before += 1,
+                Some((_, Timing::AfterExecution)) => tally.faults_after += 1,
+                None => {}
+            }
+        }
+        tally.fingerprint = hash(&[
+            tally.fingerprint,
+            u64::try_from(op).unwrap_or(0),
+            outcome.lane,
+            u64::from(attempts),
+            u64::from(outcome.error.is_some()),
+            u64::try_from(rows).unwrap_or(0),
+        ]);
+    }
+
+    /// No write anywhere in the database applied more often than one execution writes.
+    fn verify_database(&self) {
+        let over: Vec<(i64, i64)> = self.db.with_connection(|c| {
+            let mut statement = c
+                .prepare("SELECT op_id, count(*) AS n FROM writes GROUP BY op_id HAVING n > 2 OR (n = 2 AND min(kind) <> 'batch')")
+                .expect("the duplicate query prepares");
+            statement
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+                .expect("the duplicate query runs")
+                .collect::<Result<_, _>>()
+                .expect("the duplicates read")
+        });
+        self.check(over.is_empty(), || {
+            format!("writes applied twice: {over:?}")
+        });
+        let dupes: i64 = self
+            .db
+            .with_connection(|c| c.query_row("SELECT count(*) FROM uniq", [], |row| row.get(0)))
+            .expect("the uniq count reads");
+        self.check(dupes == 1, || {
+            format!("{dupes} rows in `uniq`, the constraint allows 1")
+        });
+    }
+}

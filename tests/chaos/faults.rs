@@ -1,0 +1,113 @@
+//! When the local D1 fails: bursts in virtual time and in call order, writes that ran and
+//! whose caller hears otherwise, and background noise with every documented message.
+
+use d1_retry::FailureClass;
+use d1_retry::testing::{Clock, Fault, FaultPlan, Message, Operation, Timing};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn hash(parts: &[u64]) -> u64 {
+    parts
+        .iter()
+        .fold(0x51_7CC1_B727_220A, |h, p| splitmix(h ^ *p))
+}
+
+/// Outages in virtual time: in some 20 s periods, every call fails for 4-10 s, longer than
+/// the 3.6 s default schedule can wait.
+fn in_time_burst(seed: u64, salt: u64, now: Duration) -> bool {
+    const PERIOD: u64 = 20_000;
+    let now = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
+    let period = now / PERIOD;
+    let h = hash(&[seed, salt, period]);
+    if !h.is_multiple_of(3) {
+        return false;
+    }
+    let length = 4_000 + (h >> 8) % 6_000;
+    let start = (h >> 24) % (PERIOD - length);
+    (start..start + length).contains(&(now % PERIOD))
+}
+
+/// Runs of 6 to 14 consecutive failing calls, in some blocks of 400 calls.
+fn in_call_burst(seed: u64, salt: u64, index: u64) -> bool {
+    const BLOCK: u64 = 400;
+    let h = hash(&[seed, salt, index / BLOCK]);
+    if !h.is_multiple_of(2) {
+        return false;
+    }
+    let length = 6 + (h >> 8) % 9;
+    let start = (h >> 24) % (BLOCK - length);
+    (start..start + length).contains(&(index % BLOCK))
+}
+
+fn fault_plan(seed: u64, clock: &Clock) -> FaultPlan {
+    use Message::*;
+    use Timing::*;
+    let mut rng = SmallRng::seed_from_u64(hash(&[seed, 0xFA17]));
+    let mut plan = FaultPlan::new();
+    for (salt, message, timing) in [
+        (1, TooManyRequestsQueued, BeforeExecution),
+        (2, NetworkConnectionLost, AfterExecution),
+        (3, InternalError, BeforeExecution),
+    ] {
+        let clock = clock.clone();
+        plan.push(
+            Fault::new(message)
+                .timing(timing)
+                .when(move |_| in_time_burst(seed, salt, clock.now())),
+        );
+    }
+    for (salt, message, timing) in [
+        (4, CannotResolve, BeforeExecution),
+        (5, StorageReset, AfterExecution),
+    ] {
+        plan.push(
+            Fault::new(message)
+                .timing(timing)
+                .when(move |call| in_call_burst(seed, salt, call.index)),
+        );
+    }
+    // Writes that ran, and whose caller hears otherwise.
+    for message in [
+        NetworkConnectionLost,
+        InternalError,
+        CodeUpdated,
+        RequestsQueuedTooLong,
+    ] {
+        plan.push(
+            Fault::new(message)
+                .after_execution()
+                .when_sql_contains("INSERT INTO writes")
+                .with_probability(0.02, rng.random()),
+        );
+    }
+    plan.push(
+        Fault::new(ClientDisconnected)
+            .after_execution()
+            .on(Operation::Batch)
+            .with_probability(0.05, rng.random()),
+    );
+    // Background noise: every documented message, before and after execution, except that
+    // a "not executed" message means D1 never ran the statement: after execution it would
+    // be D1 breaking its own contract (and d1-retry, trusting it, would run a write twice).
+    for message in Message::DOCUMENTED {
+        let timings: &[Timing] = match message.documented_class() {
+            Some(FailureClass::NotExecuted) => &[BeforeExecution],
+            _ => &[BeforeExecution, AfterExecution],
+        };
+        for &timing in timings {
+            plan.push(
+                Fault::new(message)
+                    .timing(timing)
+                    .with_probability(0.006, rng.random()),
+            );
+        }
+    }
+    plan
+}

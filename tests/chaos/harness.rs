@@ -1,0 +1,342 @@
+//! Runs the operations in lanes, in rounds, on a local D1 with the fault plan, and records
+//! what each caller saw and when each attempt started.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use d1_retry::Retry;
+use d1_retry::testing::{Clock, D1Database, Error, Value};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+
+use crate::faults::{fault_plan, hash};
+use crate::ms;
+use crate::repository::{
+    Access, BATCH_SQL, DUPLICATE_SQL, DYNAMIC_READ_SQL, DYNAMIC_WRITE_SQL, INSERT_SQL, Kind,
+    Path, READ_SQL, Repo, SCHEMA, UPSERT_SQL, exec_sql,
+};
+
+const LANES: u64 = 4;
+const ROUND_OPS_PER_LANE: u64 = 50;
+/// Keys of `kv` per lane; a lane owns its keys, so it can check its reads at once.
+const KEYS_PER_LANE: i64 = 40;
+
+/// What one operation did, as its caller saw it.
+#[derive(Debug)]
+struct Outcome {
+    op: i64,
+    lane: u64,
+    kind: Kind,
+    /// The error message the caller got, if any.
+    error: Option<String>,
+    /// When each attempt started (virtual time).
+    stamps: Vec<Instant>,
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    operations: u64,
+    calls: u64,
+    faults_before: u64,
+    faults_after: u64,
+    retries: u64,
+    caller_errors: u64,
+    permanent_errors: u64,
+    maybe_executed_write_errors: u64,
+    exhausted: u64,
+    budget_stops: u64,
+    invariants: u64,
+    fingerprint: u64,
+}
+
+struct Harness {
+    path: Path,
+    seed: u64,
+    ops: u64,
+    db: D1Database,
+    stamps: RefCell<HashMap<i64, Vec<Instant>>>,
+    outcomes: RefCell<Vec<Outcome>>,
+    tally: RefCell<Tally>,
+}
+
+impl Harness {
+    fn new(path: Path, seed: u64, ops: u64) -> Self {
+        let db = D1Database::open_in_memory().expect("an in-memory SQLite opens");
+        db.with_connection(|c| c.execute_batch(SCHEMA))
+            .expect("the schema applies");
+        db.set_faults(fault_plan(seed, &Clock::tokio()));
+        Harness {
+            path,
+            seed,
+            ops,
+            db,
+            stamps: RefCell::default(),
+            outcomes: RefCell::default(),
+            tally: RefCell::default(),
+        }
+    }
+
+    fn stamp(&self, op: i64) {
+        self.stamps
+            .borrow_mut()
+            .entry(op)
+            .or_default()
+            .push(Instant::now());
+    }
+
+    fn kv(&self, key: i64) -> Option<i64> {
+        self.db
+            .with_connection(|c| {
+                c.query_row("SELECT value FROM kv WHERE key = ?1", [key], |row| {
+                    row.get(0)
+                })
+            })
+            .ok()
+    }
+
+    fn check(&self, ok: bool, what: impl FnOnce() -> String) {
+        self.tally.borrow_mut().invariants += 1;
+        if !ok {
+            panic!(
+                "chaos invariant broken ({:?} path; replay with D1_RETRY_CHAOS_SEED={:#x} \
+                 D1_RETRY_CHAOS_OPS={}):\n{}",
+                self.path,
+                self.seed,
+                self.ops,
+                what()
+            );
+        }
+    }
+
+    /// One operation: run it, check what can be checked at once (reads, upserts), record it.
+    async fn operation(&self, lane: u64, op: i64, kind: Kind, rng: &mut SmallRng) {
+        let key = i64::try_from(lane).unwrap_or(0) * 1000 + rng.random_range(0..KEYS_PER_LANE);
+        let value: i64 = rng.random_range(0..1_000_000);
+        let jitter_seed: u64 = rng.random();
+        let before = self.kv(key);
+        let repo = Repo {
+            harness: self,
+            db: self.db.clone(),
+        };
+        let error = match kind {
+            Kind::Read | Kind::ReadShort => {
+                let read = match self.path {
+                    Path::Macro if kind == Kind::Read => repo.read(op, key).await,
+                    Path::Macro => repo.read_short(op, key).await,
+                    Path::Driver => {
+                        self.driver(kind, jitter_seed, op, || async {
+                            self.db
+                                .prepare(READ_SQL)
+                                .bind(&[op.into(), key.into()])?
+                                .first::<i64>(Some("value"))
+                                .await
+                        })
+                        .await
+                    }
+                };
+                if let Ok(got) = &read {
+                    let held = self.kv(key);
+                    self.check(*got == held, || {
+                        format!("op {op} ({kind:?}) read {got:?}, the database holds {held:?}")
+                    });
+                }
+                read.err()
+            }
+            Kind::Upsert => {
+                let result = match self.path {
+                    Path::Macro => repo.upsert(op, key, value).await,
+                    Path::Driver => {
+                        self.driver(kind, jitter_seed, op, || async {
+                            self.db
+                                .prepare(UPSERT_SQL)
+                                .bind(&[op.into(), key.into(), value.into()])?
+                                .run()
+                                .await
+                                .map(|_| ())
+                        })
+                        .await
+                    }
+                };
+                let held = self.kv(key);
+                match &result {
+                    Ok(()) => self.check(held == Some(value), || {
+                        format!("op {op} upsert of {value} succeeded, the database holds {held:?}")
+                    }),
+                    Err(_) => self.check(held == Some(value) || held == before, || {
+                        format!(
+                            "op {op} upsert of {value} failed, the database holds {held:?} \
+                             (before: {before:?})"
+                        )
+                    }),
+                }
+                result.err()
+            }
+            Kind::Insert | Kind::InsertBudgeted => match self.path {
+                Path::Macro if kind == Kind::Insert => repo.insert(op).await.err(),
+                Path::Macro => repo.insert_budgeted(op).await.err(),
+                Path::Driver => self
+                    .driver(kind, jitter_seed, op, || async {
+                        self.db
+                            .prepare(INSERT_SQL)
+                            .bind(&[op.into()])?
+                            .run()
+                            .await
+                            .map(|_| ())
+                    })
+                    .await
+                    .err(),
+            },
+            Kind::Batch => match self.path {
+                Path::Macro => repo.batch(op).await.err(),
+                Path::Driver => self
+                    .driver(kind, jitter_seed, op, || async {
+                        let statements = vec![
+                            self.db.prepare(BATCH_SQL).bind(&[op.into()])?,
+                            self.db.prepare(BATCH_SQL).bind(&[op.into()])?,
+                        ];
+                        self.db.batch(statements).await.map(|_| ())
+                    })
+                    .await
+                    .err(),
+            },
+            Kind::Exec => match self.path {
+                Path::Macro => repo.exec(op).await.err(),
+                Path::Driver => self
+                    .driver(kind, jitter_seed, op, || async {
+                        self.db.exec(&exec_sql(op)).await.map(|_| ())
+                    })
+                    .await
+                    .err(),
+            },
+            Kind::Duplicate => match self.path {
+                Path::Macro => repo.duplicate(op).await.err(),
+                Path::Driver => self
+                    .driver(kind, jitter_seed, op, || async {
+                        self.db
+                            .prepare(DUPLICATE_SQL)
+                            .bind(&[op.into()])?
+                            .run()
+                            .await
+                            .map(|_| ())
+                    })
+                    .await
+                    .err(),
+            },
+            Kind::DynamicRead | Kind::DynamicWrite => {
+                let (sql, params): (String, Vec<Value>) = if kind == Kind::DynamicRead {
+                    (DYNAMIC_READ_SQL.to_owned(), vec![op.into(), key.into()])
+                } else {
+                    (DYNAMIC_WRITE_SQL.to_owned(), vec![op.into()])
+                };
+                match self.path {
+                    Path::Macro => repo.dynamic(op, &sql, &params).await.err(),
+                    Path::Driver => self
+                        .driver(kind, jitter_seed, op, || async {
+                            self.db
+                                .prepare(sql.as_str())
+                                .bind(&params)?
+                                .raw::<Value>()
+                                .await
+                        })
+                        .await
+                        .err(),
+                }
+            }
+        };
+        let stamps = self.stamps.borrow_mut().remove(&op).unwrap_or_default();
+        self.outcomes.borrow_mut().push(Outcome {
+            op,
+            lane,
+            kind,
+            error: error.map(|e| e.to_string()),
+            stamps,
+        });
+    }
+
+    /// The driver path: `d1_retry::Retry`, with the kind's access and policy.
+    async fn driver<T, F, Fut>(
+        &self,
+        kind: Kind,
+        seed: u64,
+        op: i64,
+        mut attempt: F,
+    ) -> Result<T, Error>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, Error>>,
+    {
+        let retry = Retry::new("chaos")
+            .policy(kind.policy(Path::Driver))
+            .seed(seed);
+        let retry = match kind.access() {
+            Access::Read => retry.read_only(true),
+            Access::Idempotent => retry.idempotent(true),
+            Access::Write => retry,
+        };
+        retry
+            .run(|| {
+                self.stamp(op);
+                attempt()
+            })
+            .await
+    }
+
+    async fn lane(&self, lane: u64, round: u64, ops: u64) {
+        let mut rng = SmallRng::seed_from_u64(hash(&[self.seed, lane, round]));
+        for i in 0..ops {
+            let index = round * ROUND_OPS_PER_LANE + i;
+            let op = i64::try_from(index * LANES + lane + 1).unwrap_or(i64::MAX);
+            let kind = Kind::ALL[rng.random_range(0..Kind::ALL.len())];
+            self.operation(lane, op, kind, &mut rng).await;
+            // Think time, so that virtual time moves through the outages.
+            tokio::time::sleep(ms(rng.random_range(0..120))).await;
+        }
+    }
+
+    async fn run(&self) {
+        let per_lane = self.ops.div_ceil(LANES);
+        let rounds = per_lane.div_ceil(ROUND_OPS_PER_LANE);
+        for round in 0..rounds {
+            let done = round * ROUND_OPS_PER_LANE;
+            let this_round = ROUND_OPS_PER_LANE.min(per_lane - done);
+            tokio::join!(
+                self.lane(0, round, this_round),
+                self.lane(1, round, this_round),
+                self.lane(2, round, this_round),
+                self.lane(3, round, this_round),
+            );
+            self.verify_round();
+        }
+        self.verify_database();
+    }
+
+    fn summary(&self) -> String {
+        let t = self.tally.borrow();
+        let stats = self.db.stats();
+        format!(
+            "chaos ({:?} path) seed={:#x}: {} operations, {} D1 calls, {} faults injected \
+             ({} before execution, {} after), {} retries; caller errors: {} ({} permanent, \
+             {} maybe-executed writes, {} after the last attempt, {} stopped by the budget); \
+             {} invariants checked; fingerprint {:016x}",
+            self.path,
+            self.seed,
+            t.operations,
+            t.calls,
+            t.faults_before + t.faults_after,
+            t.faults_before,
+            t.faults_after,
+            t.retries,
+            t.caller_errors,
+            t.permanent_errors,
+            t.maybe_executed_write_errors,
+            t.exhausted,
+            t.budget_stops,
+            t.invariants,
+            t.fingerprint,
+        ) + &format!(
+            " [db: {} calls, {} SQL errors]",
+            stats.calls, stats.sql_errors
+        )
+    }
+}

@@ -1,0 +1,252 @@
+//! The operations the chaos runs: their kinds, how each may be retried, the policies of the
+//! driver and attribute paths, the schema and SQL, and the repository of `#[d1_retry]`
+//! methods.
+
+use std::time::Duration;
+
+use d1_retry::testing::{D1Database, Error, Value};
+use d1_retry::{FailureClass, RetryBudget, RetryPolicy, RetryTokens, d1_retry};
+
+use crate::harness::Harness;
+
+// Policies for the driver path: jittered, seeded per call.
+const DRIVER_DEFAULT: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
+const DRIVER_SHORT: RetryPolicy = RetryPolicy::DEFAULT
+    .without_budget()
+    .with_max_attempts(3)
+    .with_base_delay(Duration::from_millis(50))
+    .with_max_delay(Duration::from_millis(120));
+static DRIVER_TOKENS: RetryTokens = RetryTokens::new();
+const DRIVER_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_budget(
+    RetryBudget::new(&DRIVER_TOKENS)
+        .with_max_tokens(20)
+        .with_token_ratio(0.2),
+);
+
+// Policies for the attribute path: without jitter, so that a seed replays the same run
+// (the attribute draws jitter from the platform, not from a seed).
+const MACRO_DEFAULT: RetryPolicy = RetryPolicy::DEFAULT.without_budget().with_jitter(100, 100);
+const MACRO_SHORT: RetryPolicy = DRIVER_SHORT.with_jitter(100, 100);
+static MACRO_TOKENS: RetryTokens = RetryTokens::new();
+const MACRO_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_jitter(100, 100).with_budget(
+    RetryBudget::new(&MACRO_TOKENS)
+        .with_max_tokens(20)
+        .with_token_ratio(0.2),
+);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+    Idempotent,
+}
+
+impl Access {
+    fn retries(self, class: FailureClass) -> bool {
+        match self {
+            Access::Read | Access::Idempotent => class != FailureClass::Permanent,
+            Access::Write => class == FailureClass::NotExecuted,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    Read,
+    ReadShort,
+    Insert,
+    InsertBudgeted,
+    Upsert,
+    Batch,
+    Exec,
+    Duplicate,
+    DynamicRead,
+    DynamicWrite,
+}
+
+impl Kind {
+    const ALL: [Kind; 10] = [
+        Kind::Read,
+        Kind::ReadShort,
+        Kind::Insert,
+        Kind::InsertBudgeted,
+        Kind::Upsert,
+        Kind::Batch,
+        Kind::Exec,
+        Kind::Duplicate,
+        Kind::DynamicRead,
+        Kind::DynamicWrite,
+    ];
+
+    fn access(self) -> Access {
+        match self {
+            Kind::Read | Kind::ReadShort | Kind::DynamicRead => Access::Read,
+            Kind::Upsert => Access::Idempotent,
+            Kind::Insert
+            | Kind::InsertBudgeted
+            | Kind::Batch
+            | Kind::Exec
+            | Kind::Duplicate
+            | Kind::DynamicWrite => Access::Write,
+        }
+    }
+
+    /// Rows of `writes` one execution adds.
+    fn rows_written(self) -> i64 {
+        match self {
+            Kind::Insert | Kind::InsertBudgeted | Kind::Exec | Kind::DynamicWrite => 1,
+            Kind::Batch => 2,
+            _ => 0,
+        }
+    }
+
+    fn policy(self, path: Path) -> RetryPolicy {
+        match (self, path) {
+            (Kind::ReadShort | Kind::Duplicate, Path::Driver) => DRIVER_SHORT,
+            (Kind::ReadShort | Kind::Duplicate, Path::Macro) => MACRO_SHORT,
+            (Kind::InsertBudgeted, Path::Driver) => DRIVER_BUDGETED,
+            (Kind::InsertBudgeted, Path::Macro) => MACRO_BUDGETED,
+            (_, Path::Driver) => DRIVER_DEFAULT,
+            (_, Path::Macro) => MACRO_DEFAULT,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Driver,
+    Macro,
+}
+
+const SCHEMA: &str = "
+    CREATE TABLE writes (op_id INTEGER NOT NULL, kind TEXT NOT NULL);
+    CREATE INDEX writes_op ON writes (op_id);
+    CREATE TABLE kv (key INTEGER PRIMARY KEY, value INTEGER NOT NULL, op INTEGER);
+    CREATE TABLE uniq (email TEXT NOT NULL UNIQUE, op INTEGER);
+    INSERT INTO uniq (email) VALUES ('taken@example.com');
+";
+
+const READ_SQL: &str = "SELECT value, ?1 AS op FROM kv WHERE key = ?2";
+const INSERT_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'insert')";
+const UPSERT_SQL: &str = "INSERT INTO kv (key, value, op) VALUES (?2, ?3, ?1) \
+                          ON CONFLICT (key) DO UPDATE SET value = excluded.value, op = excluded.op";
+const BATCH_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'batch')";
+const DUPLICATE_SQL: &str = "INSERT INTO uniq (email, op) VALUES ('taken@example.com', ?1)";
+const DYNAMIC_READ_SQL: &str = "SELECT count(*) AS n, ?1 AS op FROM kv WHERE key >= ?2";
+const DYNAMIC_WRITE_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'dynamic')";
+
+fn exec_sql(op: i64) -> String {
+    format!("/* op {op} */ INSERT INTO writes (op_id, kind) VALUES ({op}, 'exec')")
+}
+
+struct Repo<'h> {
+    harness: &'h Harness,
+    db: D1Database,
+}
+
+impl Repo<'_> {
+    fn stamp(&self, op: i64) {
+        self.harness.stamp(op);
+    }
+
+    #[d1_retry(policy = MACRO_DEFAULT)]
+    async fn read(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
+        self.stamp(op);
+        self.db
+            .prepare("SELECT value, ?1 AS op FROM kv WHERE key = ?2")
+            .bind(&[op.into(), key.into()])?
+            .first(Some("value"))
+            .await
+    }
+
+    #[d1_retry(policy = MACRO_SHORT)]
+    async fn read_short(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
+        self.stamp(op);
+        self.db
+            .prepare("SELECT value, ?1 AS op FROM kv WHERE key = ?2")
+            .bind(&[op.into(), key.into()])?
+            .first(Some("value"))
+            .await
+    }
+
+    #[d1_retry(policy = MACRO_DEFAULT)]
+    async fn insert(&self, op: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db
+            .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'insert')")
+            .bind(&[op.into()])?
+            .run()
+            .await
+            .map(|_| ())
+    }
+
+    #[d1_retry(policy = MACRO_BUDGETED)]
+    async fn insert_budgeted(&self, op: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db
+            .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'insert')")
+            .bind(&[op.into()])?
+            .run()
+            .await
+            .map(|_| ())
+    }
+
+    #[d1_retry(idempotent, policy = MACRO_DEFAULT)]
+    async fn upsert(&self, op: i64, key: i64, value: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db
+            .prepare(
+                "INSERT INTO kv (key, value, op) VALUES (?2, ?3, ?1) \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, op = excluded.op",
+            )
+            .bind(&[op.into(), key.into(), value.into()])?
+            .run()
+            .await
+            .map(|_| ())
+    }
+
+    #[d1_retry(policy = MACRO_DEFAULT)]
+    async fn batch(&self, op: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db
+            .batch(vec![
+                self.db
+                    .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'batch')")
+                    .bind(&[op.into()])?,
+                self.db
+                    .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'batch')")
+                    .bind(&[op.into()])?,
+            ])
+            .await
+            .map(|_| ())
+    }
+
+    #[d1_retry(policy = MACRO_DEFAULT)]
+    async fn exec(&self, op: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db.exec(&exec_sql(op)).await.map(|_| ())
+    }
+
+    #[d1_retry(policy = MACRO_SHORT)]
+    async fn duplicate(&self, op: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db
+            .prepare("INSERT INTO uniq (email, op) VALUES ('taken@example.com', ?1)")
+            .bind(&[op.into()])?
+            .run()
+            .await
+            .map(|_| ())
+    }
+
+    /// SQL known only at run time: the attribute scans it as each attempt runs.
+    #[d1_retry(policy = MACRO_DEFAULT)]
+    async fn dynamic(
+        &self,
+        op: i64,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>, Error> {
+        self.stamp(op);
+        self.db.prepare(sql).bind(params)?.raw().await
+    }
+}

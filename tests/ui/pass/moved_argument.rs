@@ -1,0 +1,37 @@
+//! Was a compile error while the whole body was retried ("value moved here, in previous
+//! iteration of loop"): the default mode has no loop around the body, so a body may move
+//! its arguments. `#[d1_retry(read_only)]` and `idempotent` still refuse it
+//! (`tests/ui/moved_argument.rs`).
+#![deny(warnings)]
+
+use d1_retry::d1_retry;
+
+#[path = "../support/db.rs"]
+mod db;
+use db::{Db, DbError, block_on};
+
+#[d1_retry]
+async fn rename(db: &Db, name: String) -> Result<u64, DbError> {
+    let name: Vec<u8> = name.into_bytes();
+    db.prepare("UPDATE users SET name = ?1")
+        .bind(&[name.len() as i64])?
+        .run()
+        .await
+}
+
+/// The moved value is used after the execution, and moved into it.
+#[d1_retry]
+async fn insert(db: &Db, sql: String, tags: Vec<String>) -> Result<Vec<String>, DbError> {
+    db.exec(&sql).await?;
+    db.prepare(sql).run().await?;
+    Ok(tags)
+}
+
+fn main() {
+    assert_eq!(block_on(rename(&Db, "ada".to_owned())).ok(), Some(1));
+    let tags = vec!["a".to_owned()];
+    assert_eq!(
+        block_on(insert(&Db, "INSERT INTO t VALUES (1)".to_owned(), tags)).ok(),
+        Some(vec!["a".to_owned()])
+    );
+}
