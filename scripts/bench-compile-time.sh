@@ -66,6 +66,7 @@ impl std::error::Error for DbError {}
 
 /// A stand-in for a D1 binding, shaped like `worker::D1Database`.
 pub struct Db;
+#[derive(Clone)]
 pub struct Statement { sql: String, args: Vec<i64> }
 impl Db {
     pub fn prepare(&self, sql: &str) -> Statement { Statement { sql: sql.to_owned(), args: Vec::new() } }
@@ -75,9 +76,16 @@ impl Db {
 }
 impl Statement {
     pub fn bind(mut self, args: &[i64]) -> Result<Self, DbError> { self.args.extend_from_slice(args); Ok(self) }
-    pub async fn first(self) -> Result<Option<(i64, String)>, DbError> { Ok(self.args.first().map(|id| (*id, self.sql))) }
-    pub async fn run(self) -> Result<usize, DbError> { Ok(self.sql.len() + self.args.len()) }
+    pub async fn first(&self) -> Result<Option<(i64, String)>, DbError> { Ok(self.args.first().map(|id| (*id, self.sql.clone()))) }
+    pub async fn run(&self) -> Result<usize, DbError> { Ok(self.sql.len() + self.args.len()) }
 }
+EOF
+        if [ "$annotate" = yes ]; then
+            # Marked like worker's types, so every execution takes the retrying path.
+            echo 'impl d1_retry::D1Receiver for Db {}'
+            echo 'impl d1_retry::D1Receiver for Statement {}'
+        fi
+        cat <<'EOF'
 
 pub struct Repo { pub db: Db }
 

@@ -9,8 +9,10 @@
 //! retry decision: the value or error the caller got, the calls in the journal, the
 //! virtual time waited (tokio's paused clock), and what the database holds afterwards.
 //!
-//! The expectations are written per D1 call (each method makes one), so they hold whether
-//! `#[d1_retry]` retries a whole body or each call in it.
+//! The expectations of the one-call methods are written per D1 call, so they hold whether
+//! `#[d1_retry]` retries a whole body or each call in it. `place_items` makes several
+//! calls (a read, one insert per item, a read) and shows each retried on its own: the
+//! failed call alone is made again, a completed one never, and the calls share 4 retries.
 
 #[path = "../examples/worker/src/shop.rs"]
 mod shop;
@@ -30,6 +32,7 @@ use core::time::Duration;
 
 use d1_retry::testing::{Call, D1Database, Fault, Message, Operation, Timing};
 use d1_retry::{FailureClass, RetryBudget};
+use test_support::Logs;
 use tokio::time::Instant;
 
 use shop::{NewOrder, Shop, User};
@@ -655,4 +658,248 @@ async fn missing_table_is_permanent_and_not_retried() {
         async |shop| shop.missing_table().await,
     )
     .await;
+}
+
+/// One step of `place_items`: the user read, an insert (named by its item), or the count.
+fn step(call: &Call) -> String {
+    let (sql, params) = &call.statements[0];
+    if call.operation == Operation::Run {
+        assert!(sql.contains("INSERT INTO orders"), "{sql}");
+        match &params[1] {
+            d1_retry::testing::Value::Text(item) => item.clone(),
+            other => panic!("an item is text: {other:?}"),
+        }
+    } else if sql.contains("COUNT(*)") {
+        "count".into()
+    } else {
+        assert!(sql.contains("FROM users WHERE id = ?1"), "{sql}");
+        "user".into()
+    }
+}
+
+/// Every call `place_items` made, in order, with whether a failure was injected into it.
+fn steps(calls: &[Call]) -> Vec<(String, bool)> {
+    calls
+        .iter()
+        .map(|call| (step(call), call.injected.is_some()))
+        .collect()
+}
+
+/// How many orders of user 2 each item has, every other row unchanged.
+fn placed(db: &D1Database, items: &[String]) -> Vec<usize> {
+    let (users, orders) = contents(db);
+    assert_eq!(users, seeded().0);
+    let (mine, others): (Vec<_>, Vec<_>) = orders.into_iter().partition(|order| order.1 == 2);
+    assert_eq!(others, seeded().1);
+    assert!(mine.iter().all(|order| order.3 == 1));
+    items
+        .iter()
+        .map(|item| mine.iter().filter(|order| &order.2 == item).count())
+        .collect()
+}
+
+fn owned(items: &[&str]) -> Vec<String> {
+    items.iter().map(|item| (*item).to_owned()).collect()
+}
+
+/// Where in `place_items` a failure is injected.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    /// The first read, of the user.
+    User,
+    /// The insert of the item at this index (the rule's n-th `INSERT`, from 0).
+    Insert(u64),
+    /// The last read, of the count.
+    Count,
+}
+
+/// `place_items` makes five D1 calls: a read, three inserts, a read. Each documented
+/// failure, before and after the statement, is injected into each of them in turn; the
+/// failed call alone is made again when its access allows, and no completed one ever is.
+#[tokio::test(start_paused = true)]
+async fn place_items_retries_each_call_on_its_own() {
+    let items = owned(&["pen", "ink", "pad"]);
+    let plan = ["user", "pen", "ink", "pad", "count"];
+
+    let clean = drive(None, async |shop| shop.place_items(2, &items).await).await;
+    assert_eq!(*clean.result.as_ref().unwrap(), 3);
+    assert_eq!(
+        steps(&clean.calls),
+        plan.map(|step| (step.to_owned(), false))
+    );
+    assert_eq!(clean.waited, Duration::ZERO);
+    assert_eq!(placed(&clean.db, &items), [1, 1, 1]);
+
+    let unknown = drive(None, async |shop| shop.place_items(9, &items).await).await;
+    assert_eq!(unknown.result.unwrap_err().to_string(), "no such user");
+    assert_eq!(steps(&unknown.calls), [("user".to_owned(), false)]);
+    assert_eq!(placed(&unknown.db, &items), [0, 0, 0]);
+
+    for target in [
+        Target::User,
+        Target::Insert(0),
+        Target::Insert(1),
+        Target::Insert(2),
+        Target::Count,
+    ] {
+        let (at, access) = match target {
+            Target::User => (0, Access::Read),
+            Target::Insert(n) => (1 + n as usize, Access::Write),
+            Target::Count => (4, Access::Read),
+        };
+        for case in cases() {
+            let fault = Fault::new(case.message).timing(case.timing);
+            let fault = match target {
+                Target::User => fault
+                    .on(Operation::First)
+                    .when_sql_contains("FROM users")
+                    .times(1),
+                Target::Insert(n) => fault
+                    .on(Operation::Run)
+                    .when_sql_contains("INSERT INTO orders")
+                    .on_calls(n..n + 1),
+                Target::Count => fault
+                    .on(Operation::First)
+                    .when_sql_contains("COUNT(*)")
+                    .times(1),
+            };
+            let (logs, _guard) = Logs::capture();
+            let run = drive(Some(fault), async |shop| shop.place_items(2, &items).await).await;
+            let lines: Vec<String> = logs
+                .lines()
+                .into_iter()
+                .filter(|line| line.contains("d1.operation=Shop::place_items"))
+                .collect();
+            let retried = retried(case.message, access);
+            let after = case.timing == Timing::AfterExecution;
+            let label = format!("{target:?}, {case:?}");
+
+            // The calls: those before the target once, the target failed, then (only if
+            // retried) the target again and the rest.
+            let mut expected: Vec<(String, bool)> = plan[..=at]
+                .iter()
+                .map(|step| ((*step).to_owned(), false))
+                .collect();
+            expected[at].1 = true;
+            if retried {
+                expected.extend(plan[at..].iter().map(|step| ((*step).to_owned(), false)));
+            }
+            assert_eq!(steps(&run.calls), expected, "{label}");
+
+            // Each item: once when the call reached it, twice only when D1 broke its
+            // contract (a not-executed failure after the insert ran, retried).
+            let rows: Vec<usize> = (1..=3)
+                .map(|k| match k.cmp(&at) {
+                    core::cmp::Ordering::Less => 1,
+                    core::cmp::Ordering::Equal => usize::from(after) + usize::from(retried),
+                    core::cmp::Ordering::Greater => usize::from(retried),
+                })
+                .collect();
+            assert_eq!(placed(&run.db, &items), rows, "{label}");
+
+            let read_only = format!("d1.read_only={}", access == Access::Read);
+            if retried {
+                let count = 3 + i64::from(after && access == Access::Write);
+                assert_eq!(*run.result.as_ref().unwrap(), count, "{label}");
+                assert!(
+                    FIRST_WAIT.contains(&run.waited),
+                    "{label}: {:?}",
+                    run.waited
+                );
+                let [line] = lines.as_slice() else {
+                    panic!("{label}: {lines:#?}")
+                };
+                assert!(line.contains("D1 transient failure, retrying"), "{line}");
+                assert!(line.contains(&read_only), "{line}");
+                assert!(line.contains("d1.attempt=1 "), "{line}");
+            } else {
+                assert_injected(&run.result, case);
+                assert_eq!(run.waited, Duration::ZERO, "{label}");
+                let withheld = match case.message.documented_class() {
+                    Some(FailureClass::Permanent) => "permanent",
+                    _ => "maybe_executed_write",
+                };
+                let [line] = lines.as_slice() else {
+                    panic!("{label}: {lines:#?}")
+                };
+                assert!(line.contains("D1 failure, not retried"), "{line}");
+                assert!(
+                    line.contains(&format!("d1.withheld=\"{withheld}\"")),
+                    "{label}: {line}"
+                );
+                assert!(line.contains(&read_only), "{line}");
+            }
+        }
+    }
+}
+
+/// The calls of one `place_items` share the policy's 4 retries: when every insert fails
+/// once before reaching D1, the first four items are retried and placed, and the fifth
+/// item's failure reaches the caller, with the sixth never tried.
+#[tokio::test(start_paused = true)]
+async fn place_items_shares_four_retries_across_its_inserts() {
+    let items = owned(&["a", "b", "c", "d", "e", "f"]);
+    let fault = Fault::new(Message::TooManyRequestsQueued)
+        .on(Operation::Run)
+        .when_sql_contains("INSERT INTO orders")
+        .when({
+            // Counts only the inserts: the first attempt of each (1st, 3rd, ...) fails.
+            let mut inserts = 0u64;
+            move |_| {
+                inserts += 1;
+                inserts % 2 == 1
+            }
+        });
+    let (logs, _guard) = Logs::capture();
+    let run = drive(Some(fault), async |shop| shop.place_items(2, &items).await).await;
+    assert_injected(
+        &run.result,
+        Case {
+            message: Message::TooManyRequestsQueued,
+            timing: Timing::BeforeExecution,
+        },
+    );
+    let expected: Vec<(String, bool)> = [
+        ("user", false),
+        ("a", true),
+        ("a", false),
+        ("b", true),
+        ("b", false),
+        ("c", true),
+        ("c", false),
+        ("d", true),
+        ("d", false),
+        ("e", true),
+    ]
+    .map(|(step, failed)| (step.to_owned(), failed))
+    .into();
+    assert_eq!(steps(&run.calls), expected);
+    assert_eq!(placed(&run.db, &items), [1, 1, 1, 1, 0, 0]);
+    // The n-th retry of the call waits the schedule's n-th delay, whichever insert it is.
+    assert!(FOUR_WAITS.contains(&run.waited), "{:?}", run.waited);
+    let text = logs.text();
+    assert_eq!(
+        text.matches("D1 transient failure, retrying").count(),
+        4,
+        "{text}"
+    );
+    assert_eq!(text.matches("d1.attempt=1 ").count(), 5, "{text}");
+    assert!(text.contains("d1.withheld=\"exhausted\""), "{text}");
+
+    // Every insert failing every time: the first one takes all four retries.
+    let run = drive(
+        Some(
+            Fault::new(Message::CannotResolve)
+                .on(Operation::Run)
+                .when_sql_contains("INSERT INTO orders"),
+        ),
+        async |shop| shop.place_items(2, &items).await,
+    )
+    .await;
+    assert!(run.result.is_err());
+    let mut expected = vec![("user".to_owned(), false)];
+    expected.extend(core::iter::repeat_n(("a".to_owned(), true), 5));
+    assert_eq!(steps(&run.calls), expected);
+    assert_eq!(placed(&run.db, &items), [0; 6]);
+    assert!(FOUR_WAITS.contains(&run.waited), "{:?}", run.waited);
 }

@@ -164,3 +164,137 @@ where
         attempts += 1;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::{Cell, RefCell};
+
+    #[derive(Debug)]
+    struct DbError(&'static str);
+
+    impl core::fmt::Display for DbError {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for DbError {}
+
+    const LOST: &str = "D1_ERROR: Network connection lost.";
+    const NOT_REACHED: &str = "D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.";
+
+    /// A sleeper that records the waits instead of waiting.
+    #[derive(Default)]
+    struct Waits(RefCell<Vec<Duration>>);
+
+    impl Sleeper for &Waits {
+        type Sleep = core::future::Ready<()>;
+        fn sleep(&self, duration: Duration) -> Self::Sleep {
+            self.0.borrow_mut().push(duration);
+            core::future::ready(())
+        }
+    }
+
+    fn call(waits: &Waits) -> Call<'static, &Waits> {
+        Call::with_sleeper(
+            RetryPolicy::DEFAULT.without_budget(),
+            OperationName::Named("test"),
+            waits,
+        )
+    }
+
+    /// Runs an execution that fails with `failures` in turn, then succeeds.
+    async fn execution(
+        call: &Call<'_, &Waits>,
+        access: Access,
+        failures: &[&'static str],
+        made: &Cell<u32>,
+    ) -> Result<u32, DbError> {
+        execute(
+            call,
+            access,
+            (),
+            |()| {
+                let n = made.get();
+                made.set(n + 1);
+                let result = match failures.get(n as usize) {
+                    Some(message) => Err(DbError(message)),
+                    None => Ok(n),
+                };
+                core::future::ready(result)
+            },
+            |error: &DbError| Failure::from_error(error),
+        )
+        .await
+    }
+
+    fn block_on<F: Future>(future: F) -> F::Output {
+        let mut future = core::pin::pin!(future);
+        let mut cx = core::task::Context::from_waker(core::task::Waker::noop());
+        loop {
+            if let core::task::Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return output;
+            }
+        }
+    }
+
+    #[test]
+    fn executions_share_the_calls_retries_and_its_schedule() {
+        let waits = Waits::default();
+        let call = call(&waits);
+        let (first, second, third) = (Cell::new(0), Cell::new(0), Cell::new(0));
+        // Two retries for the first execution, two for the second: the call's four.
+        assert!(block_on(execution(&call, Access::ReadOnly, &[LOST, LOST], &first)).is_ok());
+        assert!(block_on(execution(&call, Access::Write, &[NOT_REACHED, NOT_REACHED], &second)).is_ok());
+        assert_eq!((first.get(), second.get()), (3, 3));
+        assert_eq!(call.retries(), 4);
+        // The n-th retry of the call waits the n-th delay, whichever execution makes it.
+        let policy = RetryPolicy::DEFAULT;
+        for (n, wait) in (1..).zip(waits.0.borrow().iter()) {
+            let (min, max) = policy.delay_bounds(n);
+            assert!((min..=max).contains(wait), "retry {n}: {wait:?}");
+        }
+        // None left: the third execution's failure goes back to the caller.
+        let error = block_on(execution(&call, Access::ReadOnly, &[LOST], &third)).unwrap_err();
+        assert_eq!(error.0, LOST);
+        assert_eq!(third.get(), 1);
+        assert_eq!(waits.0.borrow().len(), 4);
+    }
+
+    #[test]
+    fn a_write_that_may_have_run_is_handed_back_at_once() {
+        let waits = Waits::default();
+        let call = call(&waits);
+        let made = Cell::new(0);
+        assert!(block_on(execution(&call, Access::Write, &[LOST], &made)).is_err());
+        assert!(block_on(execution(&call, Access::Unseen, &[LOST], &Cell::new(0))).is_err());
+        assert_eq!(made.get(), 1);
+        assert_eq!(call.retries(), 0);
+        assert!(waits.0.borrow().is_empty());
+    }
+
+    #[test]
+    fn inside_a_whole_body_attempt_an_execution_does_not_retry() {
+        let waits = Waits::default();
+        let call = call(&waits);
+        let made = Cell::new(0);
+        let result = block_on(crate::scope::scoped(execution(&call, Access::ReadOnly, &[LOST], &made)));
+        assert!(result.is_err());
+        assert_eq!(made.get(), 1);
+    }
+
+    #[test]
+    fn every_transient_failure_spends_a_token_unless_nested() {
+        static TOKENS: crate::RetryTokens = crate::RetryTokens::new();
+        let budget = crate::RetryBudget::new(&TOKENS).with_max_tokens(10);
+        let policy = RetryPolicy::DEFAULT.with_budget(budget);
+        let before = budget.tokens();
+        assert!(!spend_token(&policy, FailureClass::MaybeExecuted, false));
+        assert!(budget.tokens() < before);
+        let after = budget.tokens();
+        assert!(!spend_token(&policy, FailureClass::MaybeExecuted, true));
+        assert!(!spend_token(&policy, FailureClass::Permanent, false));
+        assert_eq!(budget.tokens(), after);
+    }
+}

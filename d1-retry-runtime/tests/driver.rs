@@ -411,3 +411,35 @@ async fn custom_sleeper_receives_the_jittered_delays() {
     assert!((Duration::from_millis(160)..=Duration::from_millis(240)).contains(&asked[0]));
     assert!((Duration::from_millis(320)..=Duration::from_millis(480)).contains(&asked[1]));
 }
+
+#[tokio::test(start_paused = true)]
+async fn inside_a_whole_attempt_the_driver_leaves_the_decision_outside() {
+    // A `Retry` (or `D1Retry`, which is built on it) called inside an attempt that is
+    // retried as a whole must not retry too, or the attempts multiply.
+    let script = Script::failing(&[NETWORK_LOST, NETWORK_LOST]);
+    let inner = d1_retry_runtime::__private::scoped(
+        Retry::new("inner").read_only(true).run(|| script.call()),
+    )
+    .await;
+    assert_eq!(inner.map_err(|e| e.attempt), Err(1));
+    assert_eq!(script.calls.get(), 1);
+
+    // Outside the scope, the same driver retries.
+    let script = Script::failing(&[NETWORK_LOST]);
+    let outer = Retry::new("outer").read_only(true).run(|| script.call()).await;
+    assert!(outer.is_ok());
+    assert_eq!(script.calls.get(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn nested_drivers_make_at_most_max_attempts_calls() {
+    // Retry around Retry: the outer one's attempts enter the scope, so the inner one
+    // makes one call per outer attempt: 5 in all, not 25.
+    let script = Script::failing(&[NETWORK_LOST; 30]);
+    let result = Retry::new("outer")
+        .read_only(true)
+        .run(|| Retry::new("inner").read_only(true).run(|| script.call()))
+        .await;
+    assert!(result.is_err());
+    assert_eq!(script.calls.get(), 5);
+}

@@ -603,3 +603,220 @@ test("the default schedule waits 160-240 ms before the first retry", async () =>
     "-",
   );
 });
+
+// ---------------------------------------------------------------------------------------
+// Several D1 calls in one #[d1_retry] function (`Shop::place_items`): it reads the user,
+// inserts one order per item through one statement prepared once, then reads the count
+// back. Each call is retried on its own: the failed call alone is made again, a completed
+// one never, and the calls of one request share the policy's 4 retries.
+
+const INSERT = "INSERT INTO orders";
+const COUNT = "SELECT COUNT(*) AS n FROM orders";
+const ITEMS = ["e2e-x", "e2e-y", "e2e-z"];
+
+/** Each call `place_items` made, by name: "user", the item an insert bound, or "count". */
+function steps(trace) {
+  return trace.map((c) => {
+    if (c.op === "run" && c.sql.startsWith(INSERT)) return c.params[1];
+    if (c.op === "first" && c.sql.startsWith(COUNT)) return "count";
+    if (c.op === "first" && c.sql.includes("FROM users WHERE id = ?1")) return "user";
+    return `unexpected ${c.op} ${c.sql}`;
+  });
+}
+
+/** Sends `items` to place_items for user 1 with `plan` injected. */
+async function placeItems(items, plan) {
+  await resetDatabase();
+  injection = plan;
+  try {
+    return await call("POST", "/users/1/orders/each", items);
+  } finally {
+    injection = undefined;
+  }
+}
+
+/** How many orders each item has, in the real database. */
+async function rowsOf(items) {
+  const rows = await sql(
+    `SELECT item, COUNT(*) AS n FROM orders WHERE user_id = 1 AND item LIKE 'e2e-%' GROUP BY item`,
+  );
+  const seed = await sql("SELECT COUNT(*) AS n FROM orders WHERE item = 'seed'");
+  assert.deepEqual(seed, [{ n: 1 }], "the seed order is untouched");
+  return items.map((item) => rows.find((r) => r.item === item)?.n ?? 0);
+}
+
+/** The trace as [step, failed] pairs. */
+function timeline(r) {
+  return steps(r.trace).map((step, i) => [step, r.trace[i].failed]);
+}
+
+/** One "retrying" line of place_items: its fields, and that the Worker waited. */
+function assertRetryLine(line, r, { retry, attempt, cls, readOnly, message }) {
+  assert.equal(line.message, "D1 transient failure, retrying");
+  assert.equal(line.level, "WARN");
+  assert.equal(line["d1.operation"], "Shop::place_items");
+  assert.equal(line["d1.read_only"], readOnly);
+  assert.equal(line["d1.attempt"], attempt);
+  assert.equal(line["d1.max_attempts"], MAX_ATTEMPTS);
+  assert.equal(line["d1.failure_class"], cls);
+  assert.ok(line["d1.failure"].includes(message), line["d1.failure"]);
+  // The call's n-th retry waits the schedule's n-th delay, whichever call it retries.
+  const [min, max] = delayBounds(retry);
+  const delay = line["d1.delay_ms"];
+  assert.ok(delay >= min && delay <= max, `retry ${retry} waited ${delay} ms, not ${min}-${max}`);
+  const failed = r.trace.filter((c) => c.failed)[retry - 1];
+  const next = r.trace[r.trace.indexOf(failed) + 1];
+  assert.ok(next.at - failed.at >= delay - 1, `retry ${retry}: ${next.at - failed.at} ms, delay ${delay} ms`);
+}
+
+function rowsText(items, rows) {
+  return items.map((item, i) => `${item}: ${rows[i]}`).join(", ");
+}
+
+describe("several D1 calls in one function, each retried on its own (place_items)", () => {
+  const notExecuted = DOCUMENTED.filter((f) => f.cls === "not_executed");
+  const maybeExecuted = DOCUMENTED.filter((f) => f.cls === "maybe_executed");
+
+  test("without failures: a read, one insert per item, a read", async () => {
+    const r = await placeItems(ITEMS, undefined);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.equal(r.json.value, 4);
+    assert.deepEqual(steps(r.trace), ["user", ...ITEMS, "count"]);
+    assert.deepEqual(d1Lines(r.logs), []);
+    assert.deepEqual(await rowsOf(ITEMS), [1, 1, 1]);
+  });
+
+  // (a) The 2nd insert fails before D1 runs it: it alone is made again.
+  for (const failure of notExecuted) {
+    test(`${failure.message} | before the 2nd insert | retried alone`, async () => {
+      const r = await placeItems(ITEMS, {
+        ops: ["run"], sql: INSERT, nth: 2, count: 1, when: "before", shape: "d1", message: failure.message,
+      });
+      const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace });
+      assert.equal(r.status, 200, detail);
+      assert.equal(r.json.value, 4);
+      assert.deepEqual(timeline(r), [
+        ["user", false],
+        ["e2e-x", false],
+        ["e2e-y", true],
+        ["e2e-y", false],
+        ["e2e-z", false],
+        ["count", false],
+      ], detail);
+      const lines = d1Lines(r.logs);
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      assertRetryLine(lines[0], r, { retry: 1, attempt: 1, cls: "not_executed", readOnly: false, message: failure.message });
+      const rows = await rowsOf(ITEMS);
+      assert.deepEqual(rows, [1, 1, 1], "each item exactly once");
+      record({ ...failure, when: "before" }, "several calls, 2nd insert (place_items)", r, rowsText(ITEMS, rows));
+    });
+  }
+
+  // (b) The 2nd insert ran, then the call failed: handed back, nothing run again.
+  for (const failure of maybeExecuted) {
+    test(`${failure.message} | after the 2nd insert ran | handed back`, async () => {
+      const r = await placeItems(ITEMS, {
+        ops: ["run"], sql: INSERT, nth: 2, count: 1, when: "after", shape: "d1", message: failure.message,
+      });
+      const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace });
+      assert.equal(r.status, 500, detail);
+      assert.equal(r.json.class, "maybe_executed", detail);
+      assert.ok(r.json.error.includes(failure.message), detail);
+      assert.deepEqual(timeline(r), [
+        ["user", false],
+        ["e2e-x", false],
+        ["e2e-y", true],
+      ], detail);
+      const lines = d1Lines(r.logs);
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      const [line] = lines;
+      assert.equal(line.message, "D1 failure, not retried");
+      assert.equal(line["d1.withheld"], "maybe_executed_write");
+      assert.equal(line["d1.operation"], "Shop::place_items");
+      assert.equal(line["d1.read_only"], false);
+      assert.equal(line["d1.attempt"], 1);
+      assert.equal(line["d1.failure_class"], "maybe_executed");
+      const rows = await rowsOf(ITEMS);
+      assert.deepEqual(rows, [1, 1, 0], "items 1 and 2 once, item 3 never");
+      record({ ...failure, when: "after" }, "several calls, 2nd insert (place_items)", r, rowsText(ITEMS, rows));
+    });
+  }
+
+  // (c) The final read ran, then failed: the read alone is made again.
+  for (const failure of maybeExecuted) {
+    test(`${failure.message} | after the final read | retried alone`, async () => {
+      const r = await placeItems(ITEMS, {
+        ops: ["first"], sql: COUNT, count: 1, when: "after", shape: "d1", message: failure.message,
+      });
+      const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace });
+      assert.equal(r.status, 200, detail);
+      assert.equal(r.json.value, 4);
+      assert.deepEqual(timeline(r), [
+        ["user", false],
+        ["e2e-x", false],
+        ["e2e-y", false],
+        ["e2e-z", false],
+        ["count", true],
+        ["count", false],
+      ], detail);
+      const lines = d1Lines(r.logs);
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      assertRetryLine(lines[0], r, { retry: 1, attempt: 1, cls: "maybe_executed", readOnly: true, message: failure.message });
+      const rows = await rowsOf(ITEMS);
+      assert.deepEqual(rows, [1, 1, 1], "every insert once");
+      record({ ...failure, when: "after" }, "several calls, final read (place_items)", r, rowsText(ITEMS, rows));
+    });
+  }
+
+  // (d) Every insert fails before D1 runs it: the request's calls share 4 retries.
+  const overloaded = notExecuted.find((f) => f.message.includes("Too many requests queued"));
+
+  test("not executed, each insert's first attempt | 4 retries shared across the loop", async () => {
+    const items = ["e2e-a", "e2e-b", "e2e-c", "e2e-d", "e2e-e", "e2e-f"];
+    const r = await placeItems(items, {
+      ops: ["run"], sql: INSERT, calls: [1, 3, 5, 7, 9, 11], when: "before", shape: "d1", message: overloaded.message,
+    });
+    const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace });
+    assert.equal(r.status, 500, detail);
+    assert.equal(r.json.class, "not_executed", detail);
+    assert.ok(r.json.error.includes(overloaded.message), detail);
+    // a-d are each retried once (4 retries in all); e's failure reaches the caller.
+    assert.deepEqual(timeline(r), [
+      ["user", false],
+      ...["e2e-a", "e2e-b", "e2e-c", "e2e-d"].flatMap((item) => [[item, true], [item, false]]),
+      ["e2e-e", true],
+    ], detail);
+    const lines = d1Lines(r.logs);
+    assert.equal(lines.length, 5, JSON.stringify(lines));
+    lines.slice(0, 4).forEach((line, i) =>
+      assertRetryLine(line, r, { retry: i + 1, attempt: 1, cls: "not_executed", readOnly: false, message: overloaded.message }),
+    );
+    const last = lines[4];
+    assert.equal(last.message, "D1 failure, not retried");
+    assert.equal(last["d1.withheld"], "exhausted");
+    assert.equal(last["d1.attempt"], 1);
+    const rows = await rowsOf(items);
+    assert.deepEqual(rows, [1, 1, 1, 1, 0, 0]);
+    record({ ...overloaded, when: "before" }, "several calls, each insert once (place_items, 6 items)", r, rowsText(items, rows));
+  });
+
+  test("not executed, every insert every time | the first insert takes the 4 retries", async () => {
+    const r = await placeItems(ITEMS, {
+      ops: ["run"], sql: INSERT, count: 99, when: "before", shape: "d1", message: overloaded.message,
+    });
+    const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace });
+    assert.equal(r.status, 500, detail);
+    assert.equal(r.json.class, "not_executed", detail);
+    assert.deepEqual(timeline(r), [["user", false], ...Array(MAX_ATTEMPTS).fill(["e2e-x", true])], detail);
+    const lines = d1Lines(r.logs);
+    assert.equal(lines.length, MAX_ATTEMPTS, JSON.stringify(lines));
+    lines.slice(0, 4).forEach((line, i) =>
+      assertRetryLine(line, r, { retry: i + 1, attempt: i + 1, cls: "not_executed", readOnly: false, message: overloaded.message }),
+    );
+    assert.equal(lines[4]["d1.withheld"], "exhausted");
+    assert.equal(lines[4]["d1.attempt"], MAX_ATTEMPTS);
+    const rows = await rowsOf(ITEMS);
+    assert.deepEqual(rows, [0, 0, 0]);
+    record({ ...overloaded, when: "before" }, "several calls, every insert always (place_items)", r, rowsText(ITEMS, rows));
+  });
+});

@@ -5,7 +5,10 @@
 //
 // The request header `x-inject` holds the plan (JSON):
 //   { "ops": ["first", "run", "all", "raw", "batch", "exec", "dump"],  // default: all of them
-//     "count": 2,               // how many matching calls fail
+//     "sql": "INSERT INTO",     // only calls whose SQL contains this (a batch: any statement's)
+//     "nth": 2,                 // the first failing call is the 2nd matching one (default 1)
+//     "count": 2,               // how many matching calls fail, from the nth on
+//     "calls": [1, 3],          // instead of nth and count: which matching calls fail (from 1)
 //     "when": "before"|"after", // fail without running the statement, or after it ran
 //     "shape": "d1"|"bare"|"string",
 //     "message": "Network connection lost." }
@@ -13,8 +16,9 @@
 // "bare" is new Error(message, { cause: new Error("injected detail") }); "string" throws the message itself.
 // The request header `x-e2e-request: <id>` brackets the Worker's log lines for the request
 // between `[e2e] begin <id>` and `[e2e] end <id>` lines.
-// The response header `x-d1-trace` lists every statement call: [{ op, at, failed }], `at`
-// in milliseconds from the first call.
+// The response header `x-d1-trace` lists every statement call: [{ op, sql, params, at, failed }],
+// `sql` the statement's (a batch's joined with "; "), `params` its bound values, `at` in
+// milliseconds from the first call.
 
 import { WorkerEntrypoint } from "cloudflare:workers";
 import RustWorker from "../../examples/worker/build/index.js";
@@ -49,6 +53,10 @@ class Injector {
   constructor(header) {
     const plan = header ? JSON.parse(header) : { count: 0 };
     this.ops = new Set(plan.ops ?? OPERATIONS);
+    this.sql = plan.sql;
+    this.nth = plan.nth ?? 1;
+    this.calls = plan.calls ? new Set(plan.calls) : undefined;
+    this.matched = 0;
     this.remaining = plan.count ?? 0;
     this.when = plan.when ?? "before";
     this.shape = plan.shape ?? "d1";
@@ -70,18 +78,33 @@ class Injector {
     }
   }
 
+  // Whether the plan fails this call; counts the calls it matches.
+  strikes(op, sql) {
+    if (!this.ops.has(op)) return false;
+    if (this.sql !== undefined && !(sql ?? "").includes(this.sql)) return false;
+    this.matched += 1;
+    if (this.calls) return this.calls.has(this.matched);
+    if (this.matched < this.nth || this.remaining <= 0) return false;
+    this.remaining -= 1;
+    return true;
+  }
+
   // Runs one statement call, failing it if the plan says so.
-  async call(op, real) {
+  async call(op, real, sql, params) {
     const now = Date.now();
     this.start ??= now;
-    const fail = this.ops.has(op) && this.remaining > 0;
-    if (fail) this.remaining -= 1;
-    this.trace.push({ op, at: now - this.start, failed: fail });
+    const fail = this.strikes(op, sql);
+    this.trace.push({ op, sql, params: params?.map(plain), at: now - this.start, failed: fail });
     if (fail && this.when === "before") throw this.failure();
     const result = await real();
     if (fail) throw this.failure();
     return result;
   }
+}
+
+// A bound value as JSON can hold it.
+function plain(value) {
+  return typeof value === "bigint" ? String(value) : value;
 }
 
 // What a database and a session share: statements and batches, both failing on command.
@@ -91,10 +114,11 @@ class Statements {
     this.injector = injector;
   }
   prepare(sql) {
-    return new D1PreparedStatement(this.real.prepare(sql), this.injector);
+    return new D1PreparedStatement(this.real.prepare(sql), this.injector, sql, []);
   }
   async batch(statements) {
-    return this.injector.call("batch", () => this.real.batch(statements.map((s) => s.real)));
+    const sql = statements.map((s) => s.sql).join("; ");
+    return this.injector.call("batch", () => this.real.batch(statements.map((s) => s.real)), sql);
   }
 }
 
@@ -102,7 +126,7 @@ class Statements {
 // the names of the real ones (a subclass's `constructor.name` is its own).
 class D1Database extends Statements {
   async exec(sql) {
-    return this.injector.call("exec", () => this.real.exec(sql));
+    return this.injector.call("exec", () => this.real.exec(sql), sql);
   }
   async dump() {
     return this.injector.call("dump", () => this.real.dump());
@@ -119,24 +143,26 @@ class D1DatabaseSession extends Statements {
 }
 
 class D1PreparedStatement {
-  constructor(real, injector) {
+  constructor(real, injector, sql, params) {
     this.real = real;
     this.injector = injector;
+    this.sql = sql;
+    this.params = params;
   }
   bind(...values) {
-    return new D1PreparedStatement(this.real.bind(...values), this.injector);
+    return new D1PreparedStatement(this.real.bind(...values), this.injector, this.sql, values);
   }
   async first(column) {
-    return this.injector.call("first", () => this.real.first(column));
+    return this.injector.call("first", () => this.real.first(column), this.sql, this.params);
   }
   async run() {
-    return this.injector.call("run", () => this.real.run());
+    return this.injector.call("run", () => this.real.run(), this.sql, this.params);
   }
   async all() {
-    return this.injector.call("all", () => this.real.all());
+    return this.injector.call("all", () => this.real.all(), this.sql, this.params);
   }
   async raw(options) {
-    return this.injector.call("raw", () => this.real.raw(options));
+    return this.injector.call("raw", () => this.real.raw(options), this.sql, this.params);
   }
 }
 

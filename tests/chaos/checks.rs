@@ -32,7 +32,7 @@ fn class_of(call: &Call) -> Option<FailureClass> {
 
 impl Harness {
     /// Checks every operation of a finished round against the journal and the database.
-    fn verify_round(&self) {
+    pub fn verify_round(&self) {
         let calls = self.db.take_calls();
         let mut by_op: HashMap<i64, Vec<Call>> = HashMap::new();
         for call in calls {
@@ -243,7 +243,7 @@ impl Harness {
     }
 
     /// No write anywhere in the database applied more often than one execution writes.
-    fn verify_database(&self) {
+    pub fn verify_database(&self) {
         let over: Vec<(i64, i64)> = self.db.with_connection(|c| {
             let mut statement = c
                 .prepare("SELECT op_id, count(*) AS n FROM writes GROUP BY op_id HAVING n > 2 OR (n = 2 AND min(kind) <> 'batch')")

@@ -1,10 +1,39 @@
 //! When the local D1 fails: bursts in virtual time and in call order, writes that ran and
 //! whose caller hears otherwise, and background noise with every documented message.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
 use d1_retry::FailureClass;
 use d1_retry::testing::{Clock, Fault, FaultPlan, Message, Operation, Timing};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+
+/// When each D1 call was made (virtual time), by the call's index on the database.
+///
+/// A `#[d1_retry]` method runs its body once and retries each execution on its own, so the
+/// body cannot stamp its attempts: the fault plan's first rule, which never strikes, does.
+#[derive(Clone, Default)]
+pub struct CallStamps(Arc<Mutex<HashMap<u64, Instant>>>);
+
+impl CallStamps {
+    fn record(&self, index: u64) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(index, Instant::now());
+    }
+
+    /// When call `index` was made; forgotten once taken.
+    pub fn take(&self, index: u64) -> Option<Instant> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&index)
+    }
+}
 
 fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -13,7 +42,7 @@ fn splitmix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-fn hash(parts: &[u64]) -> u64 {
+pub fn hash(parts: &[u64]) -> u64 {
     parts
         .iter()
         .fold(0x51_7CC1_B727_220A, |h, p| splitmix(h ^ *p))
@@ -46,11 +75,18 @@ fn in_call_burst(seed: u64, salt: u64, index: u64) -> bool {
     (start..start + length).contains(&(index % BLOCK))
 }
 
-fn fault_plan(seed: u64, clock: &Clock) -> FaultPlan {
+pub fn fault_plan(seed: u64, clock: &Clock, stamps: &CallStamps) -> FaultPlan {
     use Message::*;
     use Timing::*;
     let mut rng = SmallRng::seed_from_u64(hash(&[seed, 0xFA17]));
     let mut plan = FaultPlan::new();
+    // First, so that it sees every call; it never strikes, so the rules after it count
+    // the same calls as without it.
+    let stamps = stamps.clone();
+    plan.push(Fault::new(Custom("never injected")).when(move |call| {
+        stamps.record(call.index);
+        false
+    }));
     for (salt, message, timing) in [
         (1, TooManyRequestsQueued, BeforeExecution),
         (2, NetworkConnectionLost, AfterExecution),

@@ -13,55 +13,55 @@ use tokio::time::Instant;
 use crate::faults::{fault_plan, hash};
 use crate::ms;
 use crate::repository::{
-    Access, BATCH_SQL, DUPLICATE_SQL, DYNAMIC_READ_SQL, DYNAMIC_WRITE_SQL, INSERT_SQL, Kind,
-    Path, READ_SQL, Repo, SCHEMA, UPSERT_SQL, exec_sql,
+    Access, BATCH_SQL, DUPLICATE_SQL, DYNAMIC_READ_SQL, DYNAMIC_WRITE_SQL, INSERT_SQL, Kind, Path,
+    READ_SQL, Repo, SCHEMA, UPSERT_SQL, exec_sql,
 };
 
-const LANES: u64 = 4;
+pub const LANES: u64 = 4;
 const ROUND_OPS_PER_LANE: u64 = 50;
 /// Keys of `kv` per lane; a lane owns its keys, so it can check its reads at once.
 const KEYS_PER_LANE: i64 = 40;
 
 /// What one operation did, as its caller saw it.
 #[derive(Debug)]
-struct Outcome {
-    op: i64,
-    lane: u64,
-    kind: Kind,
+pub struct Outcome {
+    pub op: i64,
+    pub lane: u64,
+    pub kind: Kind,
     /// The error message the caller got, if any.
-    error: Option<String>,
+    pub error: Option<String>,
     /// When each attempt started (virtual time).
-    stamps: Vec<Instant>,
+    pub stamps: Vec<Instant>,
 }
 
 #[derive(Default, Debug)]
-struct Tally {
-    operations: u64,
-    calls: u64,
-    faults_before: u64,
-    faults_after: u64,
-    retries: u64,
-    caller_errors: u64,
-    permanent_errors: u64,
-    maybe_executed_write_errors: u64,
-    exhausted: u64,
-    budget_stops: u64,
-    invariants: u64,
-    fingerprint: u64,
+pub struct Tally {
+    pub operations: u64,
+    pub calls: u64,
+    pub faults_before: u64,
+    pub faults_after: u64,
+    pub retries: u64,
+    pub caller_errors: u64,
+    pub permanent_errors: u64,
+    pub maybe_executed_write_errors: u64,
+    pub exhausted: u64,
+    pub budget_stops: u64,
+    pub invariants: u64,
+    pub fingerprint: u64,
 }
 
-struct Harness {
-    path: Path,
-    seed: u64,
-    ops: u64,
-    db: D1Database,
-    stamps: RefCell<HashMap<i64, Vec<Instant>>>,
-    outcomes: RefCell<Vec<Outcome>>,
-    tally: RefCell<Tally>,
+pub struct Harness {
+    pub path: Path,
+    pub seed: u64,
+    pub ops: u64,
+    pub db: D1Database,
+    pub stamps: RefCell<HashMap<i64, Vec<Instant>>>,
+    pub outcomes: RefCell<Vec<Outcome>>,
+    pub tally: RefCell<Tally>,
 }
 
 impl Harness {
-    fn new(path: Path, seed: u64, ops: u64) -> Self {
+    pub fn new(path: Path, seed: u64, ops: u64) -> Self {
         let db = D1Database::open_in_memory().expect("an in-memory SQLite opens");
         db.with_connection(|c| c.execute_batch(SCHEMA))
             .expect("the schema applies");
@@ -77,7 +77,7 @@ impl Harness {
         }
     }
 
-    fn stamp(&self, op: i64) {
+    pub fn stamp(&self, op: i64) {
         self.stamps
             .borrow_mut()
             .entry(op)
@@ -95,7 +95,7 @@ impl Harness {
             .ok()
     }
 
-    fn check(&self, ok: bool, what: impl FnOnce() -> String) {
+    pub fn check(&self, ok: bool, what: impl FnOnce() -> String) {
         self.tally.borrow_mut().invariants += 1;
         if !ok {
             panic!(
@@ -294,7 +294,7 @@ impl Harness {
         }
     }
 
-    async fn run(&self) {
+    pub async fn run(&self) {
         let per_lane = self.ops.div_ceil(LANES);
         let rounds = per_lane.div_ceil(ROUND_OPS_PER_LANE);
         for round in 0..rounds {
@@ -311,7 +311,7 @@ impl Harness {
         self.verify_database();
     }
 
-    fn summary(&self) -> String {
+    pub fn summary(&self) -> String {
         let t = self.tally.borrow();
         let stats = self.db.stats();
         format!(

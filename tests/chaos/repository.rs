@@ -17,7 +17,7 @@ const DRIVER_SHORT: RetryPolicy = RetryPolicy::DEFAULT
     .with_base_delay(Duration::from_millis(50))
     .with_max_delay(Duration::from_millis(120));
 static DRIVER_TOKENS: RetryTokens = RetryTokens::new();
-const DRIVER_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_budget(
+pub const DRIVER_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_budget(
     RetryBudget::new(&DRIVER_TOKENS)
         .with_max_tokens(20)
         .with_token_ratio(0.2),
@@ -28,21 +28,21 @@ const DRIVER_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_budget(
 const MACRO_DEFAULT: RetryPolicy = RetryPolicy::DEFAULT.without_budget().with_jitter(100, 100);
 const MACRO_SHORT: RetryPolicy = DRIVER_SHORT.with_jitter(100, 100);
 static MACRO_TOKENS: RetryTokens = RetryTokens::new();
-const MACRO_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_jitter(100, 100).with_budget(
+pub const MACRO_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_jitter(100, 100).with_budget(
     RetryBudget::new(&MACRO_TOKENS)
         .with_max_tokens(20)
         .with_token_ratio(0.2),
 );
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Access {
+pub enum Access {
     Read,
     Write,
     Idempotent,
 }
 
 impl Access {
-    fn retries(self, class: FailureClass) -> bool {
+    pub fn retries(self, class: FailureClass) -> bool {
         match self {
             Access::Read | Access::Idempotent => class != FailureClass::Permanent,
             Access::Write => class == FailureClass::NotExecuted,
@@ -51,7 +51,7 @@ impl Access {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Kind {
+pub enum Kind {
     Read,
     ReadShort,
     Insert,
@@ -62,10 +62,14 @@ enum Kind {
     Duplicate,
     DynamicRead,
     DynamicWrite,
+    /// A read, an insert and a read in one `#[d1_retry]` method (attribute path only).
+    ReadWriteRead,
+    /// A loop of inserts in one `#[d1_retry]` method (attribute path only).
+    InsertLoop,
 }
 
 impl Kind {
-    const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Read,
         Kind::ReadShort,
         Kind::Insert,
@@ -78,7 +82,33 @@ impl Kind {
         Kind::DynamicWrite,
     ];
 
-    fn access(self) -> Access {
+    /// The attribute path runs these too: several executions in one method, each retried
+    /// on its own, all sharing the call's `max_attempts - 1` retries.
+    pub const PER_CALL: [Kind; 12] = [
+        Kind::Read,
+        Kind::ReadShort,
+        Kind::Insert,
+        Kind::InsertBudgeted,
+        Kind::Upsert,
+        Kind::Batch,
+        Kind::Exec,
+        Kind::Duplicate,
+        Kind::DynamicRead,
+        Kind::DynamicWrite,
+        Kind::ReadWriteRead,
+        Kind::InsertLoop,
+    ];
+
+    /// The kinds a path runs.
+    pub fn all(path: Path) -> &'static [Kind] {
+        match path {
+            Path::Driver => &Kind::ALL,
+            Path::Macro => &Kind::PER_CALL,
+        }
+    }
+
+    /// How the driver retries the operation's one attempt (the kinds both paths run).
+    pub fn access(self) -> Access {
         match self {
             Kind::Read | Kind::ReadShort | Kind::DynamicRead => Access::Read,
             Kind::Upsert => Access::Idempotent,
@@ -87,20 +117,42 @@ impl Kind {
             | Kind::Batch
             | Kind::Exec
             | Kind::Duplicate
-            | Kind::DynamicWrite => Access::Write,
+            | Kind::DynamicWrite
+            | Kind::ReadWriteRead
+            | Kind::InsertLoop => Access::Write,
         }
     }
 
     /// Rows of `writes` one execution adds.
     fn rows_written(self) -> i64 {
         match self {
-            Kind::Insert | Kind::InsertBudgeted | Kind::Exec | Kind::DynamicWrite => 1,
+            Kind::Insert
+            | Kind::InsertBudgeted
+            | Kind::Exec
+            | Kind::DynamicWrite
+            | Kind::InsertLoop => 1,
             Kind::Batch => 2,
             _ => 0,
         }
     }
 
-    fn policy(self, path: Path) -> RetryPolicy {
+    /// The executions the operation makes, in order, when none fails for good: how each
+    /// may be retried, and the rows of `writes` it adds. `items` is an insert loop's length.
+    pub fn executions(self, items: u32) -> Vec<(Access, i64)> {
+        match self {
+            Kind::ReadWriteRead => vec![(Access::Read, 0), (Access::Write, 1), (Access::Read, 0)],
+            Kind::InsertLoop => vec![(Access::Write, 1); items as usize],
+            _ => vec![(self.access(), self.rows_written())],
+        }
+    }
+
+    /// Whether the body runs once per call however often D1 is called: every method on
+    /// the attribute path but the `idempotent` one, whose whole body is retried.
+    pub fn body_runs_once(self, path: Path) -> bool {
+        path == Path::Macro && self.access() != Access::Idempotent
+    }
+
+    pub fn policy(self, path: Path) -> RetryPolicy {
         match (self, path) {
             (Kind::ReadShort | Kind::Duplicate, Path::Driver) => DRIVER_SHORT,
             (Kind::ReadShort | Kind::Duplicate, Path::Macro) => MACRO_SHORT,
@@ -113,12 +165,12 @@ impl Kind {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Path {
+pub enum Path {
     Driver,
     Macro,
 }
 
-const SCHEMA: &str = "
+pub const SCHEMA: &str = "
     CREATE TABLE writes (op_id INTEGER NOT NULL, kind TEXT NOT NULL);
     CREATE INDEX writes_op ON writes (op_id);
     CREATE TABLE kv (key INTEGER PRIMARY KEY, value INTEGER NOT NULL, op INTEGER);
@@ -126,31 +178,32 @@ const SCHEMA: &str = "
     INSERT INTO uniq (email) VALUES ('taken@example.com');
 ";
 
-const READ_SQL: &str = "SELECT value, ?1 AS op FROM kv WHERE key = ?2";
-const INSERT_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'insert')";
-const UPSERT_SQL: &str = "INSERT INTO kv (key, value, op) VALUES (?2, ?3, ?1) \
+pub const READ_SQL: &str = "SELECT value, ?1 AS op FROM kv WHERE key = ?2";
+pub const INSERT_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'insert')";
+pub const UPSERT_SQL: &str = "INSERT INTO kv (key, value, op) VALUES (?2, ?3, ?1) \
                           ON CONFLICT (key) DO UPDATE SET value = excluded.value, op = excluded.op";
-const BATCH_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'batch')";
-const DUPLICATE_SQL: &str = "INSERT INTO uniq (email, op) VALUES ('taken@example.com', ?1)";
-const DYNAMIC_READ_SQL: &str = "SELECT count(*) AS n, ?1 AS op FROM kv WHERE key >= ?2";
-const DYNAMIC_WRITE_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'dynamic')";
+pub const BATCH_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'batch')";
+pub const DUPLICATE_SQL: &str = "INSERT INTO uniq (email, op) VALUES ('taken@example.com', ?1)";
+pub const DYNAMIC_READ_SQL: &str = "SELECT count(*) AS n, ?1 AS op FROM kv WHERE key >= ?2";
+pub const DYNAMIC_WRITE_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'dynamic')";
 
-fn exec_sql(op: i64) -> String {
+pub fn exec_sql(op: i64) -> String {
     format!("/* op {op} */ INSERT INTO writes (op_id, kind) VALUES ({op}, 'exec')")
 }
 
-struct Repo<'h> {
-    harness: &'h Harness,
-    db: D1Database,
+pub struct Repo<'h> {
+    pub harness: &'h Harness,
+    pub db: D1Database,
 }
 
 impl Repo<'_> {
+    /// Counts a run of the body (once per call, except under `idempotent`).
     fn stamp(&self, op: i64) {
         self.harness.stamp(op);
     }
 
     #[d1_retry(policy = MACRO_DEFAULT)]
-    async fn read(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
+    pub async fn read(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
         self.stamp(op);
         self.db
             .prepare("SELECT value, ?1 AS op FROM kv WHERE key = ?2")
@@ -160,7 +213,7 @@ impl Repo<'_> {
     }
 
     #[d1_retry(policy = MACRO_SHORT)]
-    async fn read_short(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
+    pub async fn read_short(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
         self.stamp(op);
         self.db
             .prepare("SELECT value, ?1 AS op FROM kv WHERE key = ?2")
@@ -170,7 +223,7 @@ impl Repo<'_> {
     }
 
     #[d1_retry(policy = MACRO_DEFAULT)]
-    async fn insert(&self, op: i64) -> Result<(), Error> {
+    pub async fn insert(&self, op: i64) -> Result<(), Error> {
         self.stamp(op);
         self.db
             .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'insert')")
@@ -181,7 +234,7 @@ impl Repo<'_> {
     }
 
     #[d1_retry(policy = MACRO_BUDGETED)]
-    async fn insert_budgeted(&self, op: i64) -> Result<(), Error> {
+    pub async fn insert_budgeted(&self, op: i64) -> Result<(), Error> {
         self.stamp(op);
         self.db
             .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'insert')")
@@ -192,7 +245,7 @@ impl Repo<'_> {
     }
 
     #[d1_retry(idempotent, policy = MACRO_DEFAULT)]
-    async fn upsert(&self, op: i64, key: i64, value: i64) -> Result<(), Error> {
+    pub async fn upsert(&self, op: i64, key: i64, value: i64) -> Result<(), Error> {
         self.stamp(op);
         self.db
             .prepare(
@@ -206,7 +259,7 @@ impl Repo<'_> {
     }
 
     #[d1_retry(policy = MACRO_DEFAULT)]
-    async fn batch(&self, op: i64) -> Result<(), Error> {
+    pub async fn batch(&self, op: i64) -> Result<(), Error> {
         self.stamp(op);
         self.db
             .batch(vec![
@@ -222,13 +275,13 @@ impl Repo<'_> {
     }
 
     #[d1_retry(policy = MACRO_DEFAULT)]
-    async fn exec(&self, op: i64) -> Result<(), Error> {
+    pub async fn exec(&self, op: i64) -> Result<(), Error> {
         self.stamp(op);
         self.db.exec(&exec_sql(op)).await.map(|_| ())
     }
 
     #[d1_retry(policy = MACRO_SHORT)]
-    async fn duplicate(&self, op: i64) -> Result<(), Error> {
+    pub async fn duplicate(&self, op: i64) -> Result<(), Error> {
         self.stamp(op);
         self.db
             .prepare("INSERT INTO uniq (email, op) VALUES ('taken@example.com', ?1)")
@@ -238,9 +291,57 @@ impl Repo<'_> {
             .map(|_| ())
     }
 
-    /// SQL known only at run time: the attribute scans it as each attempt runs.
+    /// Three executions in one body: each retried on its own (the reads after any
+    /// transient failure, the insert only when D1 was not reached), none run again once it
+    /// completed, all sharing the call's retries.
     #[d1_retry(policy = MACRO_DEFAULT)]
-    async fn dynamic(
+    pub async fn read_write_read(
+        &self,
+        op: i64,
+        key: i64,
+    ) -> Result<(Option<i64>, Option<i64>), Error> {
+        self.stamp(op);
+        let before = self
+            .db
+            .prepare("SELECT value, ?1 AS op FROM kv WHERE key = ?2")
+            .bind(&[op.into(), key.into()])?
+            .first(Some("value"))
+            .await?;
+        self.db
+            .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'rwr')")
+            .bind(&[op.into()])?
+            .run()
+            .await?;
+        let after = self
+            .db
+            .prepare("SELECT value, ?1 AS op FROM kv WHERE key = ?2")
+            .bind(&[op.into(), key.into()])?
+            .first(Some("value"))
+            .await?;
+        Ok((before, after))
+    }
+
+    /// One statement prepared once, bound and run for each item: an insert that failed
+    /// before D1 ran it is retried, and no other.
+    #[d1_retry(policy = MACRO_DEFAULT)]
+    pub async fn insert_loop(&self, op: i64, items: u32) -> Result<(), Error> {
+        self.stamp(op);
+        let insert = self
+            .db
+            .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, ?2)");
+        for item in 0..items {
+            insert
+                .clone()
+                .bind(&[op.into(), format!("loop {item}").into()])?
+                .run()
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// SQL known only at run time: the attribute scans it where it is prepared.
+    #[d1_retry(policy = MACRO_DEFAULT)]
+    pub async fn dynamic(
         &self,
         op: i64,
         sql: &str,

@@ -42,9 +42,14 @@ pub enum Op {
     /// One `batch` of this many inserts, collected in a loop.
     Batch(u8),
     /// SQL known at run time, prepared and run; `read` is what the scanner must decide.
-    Dynamic { sql: &'static str, read: bool },
+    Dynamic {
+        sql: &'static str,
+        read: bool,
+    },
     /// Dynamic SQL through `exec`.
-    Exec { read: bool },
+    Exec {
+        read: bool,
+    },
     /// A counter outside D1.
     Effect,
     Loop(u8, Box<Op>),

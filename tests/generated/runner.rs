@@ -301,7 +301,12 @@ impl Runner {
                 Op::WriteViaAnnotatedHelper => {
                     let id = next_id;
                     next_id += 1;
-                    let child = self.scope(ScopeKind::PerCall, "write_annotated", Some(scope), Vec::new());
+                    let child = self.scope(
+                        ScopeKind::PerCall,
+                        "write_annotated",
+                        Some(scope),
+                        Vec::new(),
+                    );
                     self.write_annotated(child, id).await?;
                 }
                 Op::ReadViaPlainHelper => {
@@ -310,7 +315,12 @@ impl Runner {
                     self.done(tag);
                 }
                 Op::ReadViaAnnotatedHelper => {
-                    let child = self.scope(ScopeKind::PerCall, "read_annotated", Some(scope), Vec::new());
+                    let child = self.scope(
+                        ScopeKind::PerCall,
+                        "read_annotated",
+                        Some(scope),
+                        Vec::new(),
+                    );
                     self.read_annotated(child).await?;
                 }
                 Op::ReadBlock(reads) => {
@@ -323,7 +333,8 @@ impl Runner {
                     self.read_block(child, reads).await?;
                 }
                 Op::ReadPair => {
-                    let child = self.scope(ScopeKind::WholeBody, "read_pair", Some(scope), Vec::new());
+                    let child =
+                        self.scope(ScopeKind::WholeBody, "read_pair", Some(scope), Vec::new());
                     self.read_pair(child).await?;
                 }
                 Op::Batch(count) => {
@@ -365,7 +376,9 @@ impl Runner {
                     let text = match ids.first() {
                         None => format!("/* tag {tag} */ SELECT {tag} AS tag"),
                         Some(id) => {
-                            format!("/* tag {tag} */ INSERT INTO items (tag, id) VALUES ({tag}, {id})")
+                            format!(
+                                "/* tag {tag} */ INSERT INTO items (tag, id) VALUES ({tag}, {id})"
+                            )
                         }
                     };
                     self.db.exec(text.as_str()).await?;
@@ -435,20 +448,22 @@ impl Runner {
                     self.done(tag);
                 }
                 ReadOp::ViaAnnotatedHelper => {
-                    let child = self.scope(ScopeKind::PerCall, "read_annotated", Some(scope), Vec::new());
+                    let child = self.scope(
+                        ScopeKind::PerCall,
+                        "read_annotated",
+                        Some(scope),
+                        Vec::new(),
+                    );
                     self.read_annotated(child).await?;
                 }
                 ReadOp::Pair => {
-                    let child = self.scope(ScopeKind::WholeBody, "read_pair", Some(scope), Vec::new());
+                    let child =
+                        self.scope(ScopeKind::WholeBody, "read_pair", Some(scope), Vec::new());
                     self.read_pair(child).await?;
                 }
                 ReadOp::Dynamic(sql) => {
                     let tag = self.begin(scope, Access::Read, Vec::new());
-                    self.db
-                        .prepare(*sql)
-                        .bind(&[tag.into()])?
-                        .all()
-                        .await?;
+                    self.db.prepare(*sql).bind(&[tag.into()])?.all().await?;
                     self.done(tag);
                 }
             }
@@ -488,7 +503,12 @@ impl Runner {
     #[d1_retry(read_only, policy = POLICY)]
     pub async fn read_pair(&self, scope: usize) -> Result<(), Error> {
         self.enter(scope);
-        let child = self.scope(ScopeKind::PerCall, "read_annotated", Some(scope), Vec::new());
+        let child = self.scope(
+            ScopeKind::PerCall,
+            "read_annotated",
+            Some(scope),
+            Vec::new(),
+        );
         self.read_annotated(child).await?;
         let tag = self.begin(scope, Access::Read, Vec::new());
         self.db

@@ -10,6 +10,13 @@ async fn find(db: &Db) -> Result<Option<i64>, String> {
     Ok(row)
 }
 
+#[d1_retry]
+async fn find_by_name(db: &Db) -> Result<Option<i64>, String> {
+    let statement = db.prepare("SELECT 1");
+    let row = statement.first().await?;
+    Ok(row)
+}
+
 fn main() {
-    let _ = find;
+    let _ = (find, find_by_name);
 }

@@ -54,6 +54,10 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             let orders: Vec<NewOrder> = req.json().await?;
             reply(shop(&ctx)?.place_orders(id(&ctx, "id")?, &orders).await)
         })
+        .post_async("/users/:id/orders/each", |mut req, ctx| async move {
+            let items: Vec<String> = req.json().await?;
+            reply(shop(&ctx)?.place_items(id(&ctx, "id")?, &items).await)
+        })
         .get_async("/stats", |_, ctx| async move {
             reply(shop(&ctx)?.stats().await)
         })

@@ -165,6 +165,41 @@ impl Shop {
         Ok(results.len())
     }
 
+    /// Several D1 calls in one function, the shape real Workers take: read the user, insert
+    /// one order per item through one statement prepared once, then read the count back.
+    ///
+    /// Each D1 call is retried on its own, and a completed one never runs again: a failure
+    /// of the third insert that never reached D1 retries the third insert alone; one that
+    /// may have run it is handed back (a write); one on either read retries that read.
+    /// The calls share the policy's retries (4 in all), however many items there are.
+    #[d1_retry(policy = POLICY)]
+    pub async fn place_items(&self, user_id: i64, items: &[String]) -> Result<i64> {
+        let user: Option<User> = self
+            .db
+            .prepare("SELECT id, email, name FROM users WHERE id = ?1")
+            .bind(&[number(user_id)])?
+            .first(None)
+            .await?;
+        let Some(user) = user else {
+            return Err("no such user".into());
+        };
+        let insert = self.db.prepare(INSERT_ORDER);
+        for item in items {
+            insert
+                .clone()
+                .bind(&[number(user.id), item.as_str().into(), number(1)])?
+                .run()
+                .await?;
+        }
+        let count = self
+            .db
+            .prepare("SELECT COUNT(*) AS n FROM orders WHERE user_id = ?1")
+            .bind(&[number(user.id)])?
+            .first::<i64>(Some("n"))
+            .await?;
+        Ok(count.unwrap_or(0))
+    }
+
     /// A batch of reads: retried after any transient failure.
     #[d1_retry(policy = POLICY)]
     pub async fn stats(&self) -> Result<Stats> {

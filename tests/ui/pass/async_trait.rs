@@ -1,5 +1,6 @@
 //! `#[async_trait]` on the trait or the impl expands first, so `#[d1_retry]` sees its
 //! boxed output, and retries inside the boxed future.
+#![deny(warnings)]
 use async_trait::async_trait;
 use d1_retry::d1_retry;
 

@@ -1,5 +1,6 @@
 //! Error types: `std::error::Error`, `anyhow::Error`, `Box<dyn Error + Send + Sync>`,
 //! `String`, and `Result` aliases such as `worker::Result<T>`.
+#![deny(warnings)]
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]

@@ -1,4 +1,5 @@
 //! Free functions: plain, `pub(crate)` with doc comments, and the literal forms of SQL.
+#![deny(warnings)]
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]

@@ -1,4 +1,5 @@
 //! Generic functions, `where` clauses, `impl Trait` arguments, lifetimes, generic errors.
+#![deny(warnings)]
 use std::fmt::Display;
 
 use d1_retry::d1_retry;

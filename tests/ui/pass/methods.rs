@@ -1,4 +1,5 @@
 //! `&self` and `&mut self` methods, with arguments borrowed by every attempt.
+#![deny(warnings)]
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]

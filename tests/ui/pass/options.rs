@@ -1,4 +1,5 @@
 //! Every option, and a renamed dependency through `crate = "..."`.
+#![deny(warnings)]
 extern crate d1_retry as renamed_d1_retry;
 
 use d1_retry::{RetryPolicy, d1_retry};

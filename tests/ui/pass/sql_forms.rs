@@ -1,5 +1,6 @@
 //! What the macro reads: constants (judged by the compiler), sqlx-style paths, several
 //! reads, reads in loops, `batch` of literal writes, nested items skipped.
+#![deny(warnings)]
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]
@@ -49,7 +50,9 @@ impl Users {
         self.db.prepare(STATIC_SQL).run().await
     }
 
-    #[d1_retry]
+    /// `execute` is not a D1 execution, so there is nothing to retry call by call: a
+    /// function that only reads retries its whole body.
+    #[d1_retry(read_only)]
     async fn sqlx_style(&self) -> Result<u64, DbError> {
         sqlx::query("SELECT 1").execute(&self.db).await?;
         sqlx::query_as::<(i64,)>("SELECT 2").execute(&self.db).await

@@ -1,4 +1,5 @@
 //! `#[tracing::instrument]` beside it, in either order.
+#![deny(warnings)]
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]

@@ -1,4 +1,5 @@
 //! `async fn` in traits: a default body, and implementations.
+#![deny(warnings)]
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]
