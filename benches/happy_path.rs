@@ -159,11 +159,12 @@ impl UserRepo<Instant> {
     async fn find_with_builder(&self, id: i64) -> Result<Row, DbError> {
         Retry::new("UserRepo::find_with_builder")
             .read_only(true)
-            .run(|| {
+            .run(|| async move {
                 self.db
                     .prepare("SELECT id, name FROM users WHERE id = ?1")
                     .bind(id)
                     .first()
+                    .await
             })
             .await
     }

@@ -17,7 +17,7 @@ struct Counter {
 }
 
 impl Counter {
-    /// Each attempt reborrows `self` mutably.
+    /// The call is retried, not the body: `self.attempts` goes up once.
     #[d1_retry(policy = NO_BUDGET)]
     async fn bump(&mut self) -> Result<u32, DbError> {
         self.attempts += 1;
@@ -27,12 +27,12 @@ impl Counter {
 }
 
 #[tokio::test(start_paused = true)]
-async fn mut_self_is_reborrowed_by_every_attempt() {
+async fn mut_self_methods_retry_the_call_not_the_body() {
     let mut counter = Counter {
         db: FakeDb::failing(&[NETWORK_LOST, NETWORK_LOST]),
         attempts: 0,
     };
-    assert_eq!(counter.bump().await, Ok(3));
+    assert_eq!(counter.bump().await, Ok(1));
     assert_eq!(counter.db.calls(), 3);
 }
 
@@ -141,7 +141,8 @@ async fn async_trait_methods_retry_inside_the_boxed_future() {
 
     repo.db = FakeDb::failing(&[NOT_REACHED]);
     assert_eq!(repo.rename("grace".to_owned()).await, Ok(1));
-    assert_eq!(repo.renames, ["grace", "grace"]);
+    // Only the D1 call ran again; the push before it ran once.
+    assert_eq!(repo.renames, ["grace"]);
 
     repo.db = FakeDb::failing(&[NETWORK_LOST]);
     assert!(repo.rename("lin".to_owned()).await.is_err());
@@ -231,6 +232,12 @@ async fn display_error<E: Display + From<DbError>>(db: &FakeDb) -> Result<u64, E
     Ok(db.prepare("SELECT 1").run().await?)
 }
 
+/// The same, retried as a whole: then only the converted error is there to read.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn display_error_whole<E: Display + From<DbError>>(db: &FakeDb) -> Result<u64, E> {
+    Ok(db.prepare("SELECT 1").run().await?)
+}
+
 /// Only `Display`, keeping D1's text: classified by it.
 #[derive(Debug, PartialEq)]
 struct Text(String);
@@ -284,9 +291,20 @@ async fn every_supported_error_type_is_classified() {
     assert_eq!(display_error::<Text>(&db).await, Ok(1));
     assert_eq!(db.calls(), 2);
 
+    // Each D1 call's failure is classified before `?` converts it, so even an error type
+    // that hides D1's message does not stop the retry.
     let db = FakeDb::failing(&[NETWORK_LOST]);
-    assert!(display_error::<Opaque>(&db).await.is_err());
+    assert!(display_error::<Opaque>(&db).await.is_ok());
+    assert_eq!(db.calls(), 2);
+
+    // A whole-body retry sees only the converted error: text without D1's message is
+    // permanent; text that keeps it is read.
+    let db = FakeDb::failing(&[NETWORK_LOST]);
+    assert!(display_error_whole::<Opaque>(&db).await.is_err());
     assert_eq!(db.calls(), 1);
+    let db = FakeDb::failing(&[NETWORK_LOST]);
+    assert_eq!(display_error_whole::<Text>(&db).await, Ok(1));
+    assert_eq!(db.calls(), 2);
 }
 
 #[tokio::test(start_paused = true)]

@@ -118,7 +118,7 @@ fn logs_say_when_the_budget_stopped_a_retry() {
     drop(guard);
     let text = logs.text();
     assert!(
-        text.contains("not retried: the retry budget is exhausted"),
+        text.contains("D1 failure, not retried") && text.contains("d1.withheld=\"budget\""),
         "{text}"
     );
     assert!(text.contains("d1.budget_exhausted=true"), "{text}");

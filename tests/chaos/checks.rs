@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use d1_retry::FailureClass;
 use d1_retry::testing::{Call, Timing, Value};
+use tokio::time::Instant;
 
 use crate::faults::hash;
 use crate::harness::{Harness, Outcome};
@@ -79,14 +80,20 @@ impl Harness {
     fn verify(&self, outcome: &Outcome, calls: &[Call], rows: i64) {
         let Outcome { op, kind, .. } = *outcome;
         let policy = kind.policy(self.path);
-        let access = kind.access();
+        let max_attempts = policy.max_attempts();
+        let plan = kind.executions(outcome.items);
         let describe = || {
             let mut text = format!("operation {outcome:#?}\njournal:\n");
             for call in calls {
                 let _ = writeln!(
                     text,
-                    "  #{} {:?} injected={:?} executed={} error={:?}",
-                    call.index, call.operation, call.injected, call.executed, call.error
+                    "  #{} {:?} {:?} injected={:?} executed={} error={:?}",
+                    call.index,
+                    call.operation,
+                    call.statements.first().map(|(sql, _)| sql),
+                    call.injected,
+                    call.executed,
+                    call.error
                 );
             }
             let _ = write!(text, "rows in `writes` for this operation: {rows}");
@@ -94,25 +101,91 @@ impl Harness {
         };
         let attempts = u32::try_from(calls.len()).unwrap_or(u32::MAX);
         self.check(attempts >= 1, || format!("no call made\n{}", describe()));
-        self.check(attempts <= policy.max_attempts(), || {
+        let Some(last) = calls.last() else { return };
+
+        // The executions: the calls split after each success. The body awaits each
+        // execution before the next, so an execution's calls are consecutive, and each
+        // call of one execution runs the same statement with the same parameters.
+        let mut executions: Vec<&[Call]> = Vec::new();
+        let mut start = 0;
+        for (i, call) in calls.iter().enumerate() {
+            if call.error.is_none() || i + 1 == calls.len() {
+                executions.push(&calls[start..=i]);
+                start = i + 1;
+            }
+        }
+        self.check(executions.len() <= plan.len(), || {
             format!(
-                "{attempts} attempts, the policy allows {}\n{}",
-                policy.max_attempts(),
+                "{} executions, the operation makes {}\n{}",
+                executions.len(),
+                plan.len(),
                 describe()
             )
         });
-        let Some(last) = calls.last() else { return };
-
-        // Every call but the last failed in a way the retry table retries.
-        for call in &calls[..calls.len() - 1] {
-            let class = class_of(call);
-            self.check(class.is_some_and(|c| access.retries(c)), || {
+        if outcome.error.is_none() {
+            self.check(executions.len() == plan.len(), || {
                 format!(
-                    "retried after call #{} ({class:?}), which {access:?} must not retry\n{}",
-                    call.index,
+                    "succeeded after {} of its {} executions\n{}",
+                    executions.len(),
+                    plan.len(),
                     describe()
                 )
             });
+        }
+        // One schedule per call: its executions share `max_attempts - 1` retries.
+        let retries = attempts - u32::try_from(executions.len()).unwrap_or(u32::MAX);
+        self.check(retries < max_attempts, || {
+            format!(
+                "{retries} retries in one call, the policy allows {}\n{}",
+                max_attempts - 1,
+                describe()
+            )
+        });
+        let mut later_retries = 0;
+        let mut executed_rows = 0;
+        for (n, (execution, &(access, per_execution))) in
+            executions.iter().zip(plan.iter()).enumerate()
+        {
+            let tries = u32::try_from(execution.len()).unwrap_or(u32::MAX);
+            self.check(tries <= max_attempts, || {
+                format!(
+                    "execution {n} made {tries} attempts, the policy allows {max_attempts}\n{}",
+                    describe()
+                )
+            });
+            self.check(
+                execution
+                    .iter()
+                    .all(|c| c.statements == execution[0].statements),
+                || format!("execution {n} ran different statements\n{}", describe()),
+            );
+            // Every call but the last failed in a way the retry table retries.
+            for call in &execution[..execution.len() - 1] {
+                let class = class_of(call);
+                self.check(class.is_some_and(|c| access.retries(c)), || {
+                    format!(
+                        "execution {n} retried after call #{} ({class:?}), which {access:?} \
+                         must not retry\n{}",
+                        call.index,
+                        describe()
+                    )
+                });
+            }
+            if n > 0 {
+                later_retries += tries - 1;
+            }
+            // A write ran at most once, whatever its caller heard.
+            let executed =
+                i64::try_from(execution.iter().filter(|c| c.executed).count()).unwrap_or(i64::MAX);
+            if per_execution > 0 {
+                self.check(executed <= 1, || {
+                    format!(
+                        "execution {n} ran {executed} times: a write applied twice\n{}",
+                        describe()
+                    )
+                });
+            }
+            executed_rows += per_execution * executed;
         }
         // The caller got the last call's outcome, unchanged.
         self.check(outcome.error == last.error, || {
@@ -123,13 +196,14 @@ impl Harness {
                 describe()
             )
         });
-        // It stopped for a reason: success, a failure it must not retry, the last attempt,
-        // or (for a budgeted policy) an exhausted budget.
+        // It stopped for a reason: success, a failure it must not retry, the call's last
+        // retry, or (for a budgeted policy) an exhausted budget.
         let mut tally = self.tally.borrow_mut();
         if let Some(class) = class_of(last) {
             tally.caller_errors += 1;
+            let access = plan[(executions.len() - 1).min(plan.len() - 1)].0;
             let retryable = access.retries(class);
-            let at_limit = attempts == policy.max_attempts();
+            let at_limit = retries == max_attempts - 1;
             if class == FailureClass::Permanent {
                 tally.permanent_errors += 1;
             }
@@ -145,7 +219,7 @@ impl Harness {
             drop(tally);
             self.check(!retryable || at_limit || policy.budget().is_some(), || {
                 format!(
-                    "gave up on a retryable failure before the last attempt\n{}",
+                    "gave up on a retryable failure before the call's last retry\n{}",
                     describe()
                 )
             });
@@ -154,29 +228,25 @@ impl Harness {
         }
 
         // The database: no write applied twice; exactly as often as the journal says it ran.
-        let per_execution = kind.rows_written();
-        if per_execution > 0 {
-            let executed =
-                i64::try_from(calls.iter().filter(|c| c.executed).count()).unwrap_or(i64::MAX);
-            self.check(rows == per_execution * executed, || {
+        let all_rows: i64 = plan.iter().map(|(_, rows)| rows).sum();
+        self.check(rows == executed_rows, || {
+            format!(
+                "{rows} rows written, the journal says {executed_rows}\n{}",
+                describe()
+            )
+        });
+        self.check(rows <= all_rows, || {
+            format!("a write applied twice\n{}", describe())
+        });
+        if outcome.error.is_none() {
+            self.check(rows == all_rows, || {
                 format!(
-                    "{rows} rows written, the journal says {executed} executions\n{}",
+                    "a write the caller saw succeed is not there exactly once\n{}",
                     describe()
                 )
             });
-            self.check(rows <= per_execution, || {
-                format!("a write applied twice\n{}", describe())
-            });
-            if outcome.error.is_none() {
-                self.check(rows == per_execution, || {
-                    format!(
-                        "a write the caller saw succeed is not there exactly once\n{}",
-                        describe()
-                    )
-                });
-            }
         }
-        if per_execution == 0 {
+        if all_rows == 0 {
             self.check(rows == 0, || {
                 format!("a read or upsert wrote to `writes`\n{}", describe())
             });
@@ -188,19 +258,55 @@ impl Harness {
             );
         }
 
-        // Waits: each within the policy's bounds for that retry, the total within its schedule.
-        self.check(outcome.stamps.len() == calls.len(), || {
-            format!(
-                "{} attempts started, {} calls made\n{}",
-                outcome.stamps.len(),
-                calls.len(),
-                describe()
-            )
-        });
+        // Nothing in the body ran twice: a `#[d1_retry]` method's body runs once, however
+        // often D1 is called; a whole-body attempt (the driver, `idempotent`) runs it once
+        // per call, as the call is made.
+        let times: Vec<Instant> = calls
+            .iter()
+            .map(|call| {
+                let time = self.call_stamps.take(call.index);
+                self.check(time.is_some(), || {
+                    format!("call #{} was not stamped", call.index)
+                });
+                time.unwrap_or_else(Instant::now)
+            })
+            .collect();
+        if kind.body_runs_once(self.path) {
+            self.check(outcome.stamps.len() == 1, || {
+                format!(
+                    "the body ran {} times for one call\n{}",
+                    outcome.stamps.len(),
+                    describe()
+                )
+            });
+        } else {
+            self.check(outcome.stamps == times, || {
+                format!(
+                    "attempts started at {:?}, calls made at {times:?}\n{}",
+                    outcome.stamps,
+                    describe()
+                )
+            });
+        }
+
+        // Waits: the call's n-th retry within the policy's bounds for retry n, the next
+        // execution at once, the total within the schedule.
         // tokio's timer fires on whole milliseconds.
         let tick = ms(1);
-        for (retry, pair) in (1u32..).zip(outcome.stamps.windows(2)) {
+        let mut retry = 0;
+        for (pair, call) in times.windows(2).zip(calls) {
             let waited = pair[1] - pair[0];
+            if call.error.is_none() {
+                self.check(waited <= tick, || {
+                    format!(
+                        "the next execution started {waited:?} after call #{} succeeded\n{}",
+                        call.index,
+                        describe()
+                    )
+                });
+                continue;
+            }
+            retry += 1;
             let (min, max) = policy.delay_bounds(retry);
             self.check(min <= waited && waited <= max + tick, || {
                 format!(
@@ -209,8 +315,8 @@ impl Harness {
                 )
             });
         }
-        if let (Some(first), Some(last_stamp)) = (outcome.stamps.first(), outcome.stamps.last()) {
-            let total = *last_stamp - *first;
+        if let (Some(first), Some(last_time)) = (times.first(), times.last()) {
+            let total = *last_time - *first;
             let bound = policy.max_total_delay() + tick * attempts;
             self.check(total <= bound, || {
                 format!(
@@ -224,7 +330,11 @@ impl Harness {
         let mut tally = self.tally.borrow_mut();
         tally.operations += 1;
         tally.calls += u64::from(attempts);
-        tally.retries += u64::from(attempts - 1);
+        tally.retries += u64::from(retries);
+        if plan.len() > 1 {
+            tally.multi_execution_ops += 1;
+            tally.later_execution_retries += u64::from(later_retries);
+        }
         for call in calls {
             match call.injected {
                 Some((_, Timing::BeforeExecution)) => tally.faults_before += 1,
@@ -242,11 +352,15 @@ impl Harness {
         ]);
     }
 
-    /// No write anywhere in the database applied more often than one execution writes.
+    /// No write anywhere in the database applied more often than one execution writes (an
+    /// insert loop writes one row per item, each of its own kind).
     pub fn verify_database(&self) {
         let over: Vec<(i64, i64)> = self.db.with_connection(|c| {
             let mut statement = c
-                .prepare("SELECT op_id, count(*) AS n FROM writes GROUP BY op_id HAVING n > 2 OR (n = 2 AND min(kind) <> 'batch')")
+                .prepare(
+                    "SELECT op_id, count(*) AS n FROM writes GROUP BY op_id, kind \
+                     HAVING n > 2 OR (n = 2 AND kind <> 'batch')",
+                )
                 .expect("the duplicate query prepares");
             statement
                 .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))

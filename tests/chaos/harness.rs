@@ -10,7 +10,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 
-use crate::faults::{fault_plan, hash};
+use crate::faults::{CallStamps, fault_plan, hash};
 use crate::ms;
 use crate::repository::{
     Access, BATCH_SQL, DUPLICATE_SQL, DYNAMIC_READ_SQL, DYNAMIC_WRITE_SQL, INSERT_SQL, Kind, Path,
@@ -28,9 +28,13 @@ pub struct Outcome {
     pub op: i64,
     pub lane: u64,
     pub kind: Kind,
+    /// The length of an insert loop (0 for the other kinds).
+    pub items: u32,
     /// The error message the caller got, if any.
     pub error: Option<String>,
-    /// When each attempt started (virtual time).
+    /// When the body started (virtual time), each time it ran: once for a `#[d1_retry]`
+    /// method (its executions are retried on their own), once per attempt for an
+    /// `idempotent` one and for the driver.
     pub stamps: Vec<Instant>,
 }
 
@@ -46,6 +50,10 @@ pub struct Tally {
     pub maybe_executed_write_errors: u64,
     pub exhausted: u64,
     pub budget_stops: u64,
+    /// Operations of several executions (read-write-read, insert loops).
+    pub multi_execution_ops: u64,
+    /// Retries of an execution after an earlier one of the same call completed.
+    pub later_execution_retries: u64,
     pub invariants: u64,
     pub fingerprint: u64,
 }
@@ -56,6 +64,8 @@ pub struct Harness {
     pub ops: u64,
     pub db: D1Database,
     pub stamps: RefCell<HashMap<i64, Vec<Instant>>>,
+    /// When each D1 call was made.
+    pub call_stamps: CallStamps,
     pub outcomes: RefCell<Vec<Outcome>>,
     pub tally: RefCell<Tally>,
 }
@@ -65,13 +75,15 @@ impl Harness {
         let db = D1Database::open_in_memory().expect("an in-memory SQLite opens");
         db.with_connection(|c| c.execute_batch(SCHEMA))
             .expect("the schema applies");
-        db.set_faults(fault_plan(seed, &Clock::tokio()));
+        let call_stamps = CallStamps::default();
+        db.set_faults(fault_plan(seed, &Clock::tokio(), &call_stamps));
         Harness {
             path,
             seed,
             ops,
             db,
             stamps: RefCell::default(),
+            call_stamps,
             outcomes: RefCell::default(),
             tally: RefCell::default(),
         }
@@ -115,6 +127,11 @@ impl Harness {
         let value: i64 = rng.random_range(0..1_000_000);
         let jitter_seed: u64 = rng.random();
         let before = self.kv(key);
+        let items = if kind == Kind::InsertLoop {
+            rng.random_range(1..=5)
+        } else {
+            0
+        };
         let repo = Repo {
             harness: self,
             db: self.db.clone(),
@@ -223,6 +240,21 @@ impl Harness {
                     .await
                     .err(),
             },
+            // Attribute path only: several executions in one method.
+            Kind::ReadWriteRead => {
+                let read = repo.read_write_read(op, key).await;
+                if let Ok((first, second)) = &read {
+                    let held = self.kv(key);
+                    self.check(*first == held && *second == held, || {
+                        format!(
+                            "op {op} ({kind:?}) read {first:?} and {second:?}, the database \
+                             holds {held:?}"
+                        )
+                    });
+                }
+                read.err()
+            }
+            Kind::InsertLoop => repo.insert_loop(op, items).await.err(),
             Kind::DynamicRead | Kind::DynamicWrite => {
                 let (sql, params): (String, Vec<Value>) = if kind == Kind::DynamicRead {
                     (DYNAMIC_READ_SQL.to_owned(), vec![op.into(), key.into()])
@@ -249,6 +281,7 @@ impl Harness {
             op,
             lane,
             kind,
+            items,
             error: error.map(|e| e.to_string()),
             stamps,
         });
@@ -287,7 +320,8 @@ impl Harness {
         for i in 0..ops {
             let index = round * ROUND_OPS_PER_LANE + i;
             let op = i64::try_from(index * LANES + lane + 1).unwrap_or(i64::MAX);
-            let kind = Kind::ALL[rng.random_range(0..Kind::ALL.len())];
+            let kinds = Kind::all(self.path);
+            let kind = kinds[rng.random_range(0..kinds.len())];
             self.operation(lane, op, kind, &mut rng).await;
             // Think time, so that virtual time moves through the outages.
             tokio::time::sleep(ms(rng.random_range(0..120))).await;
@@ -318,7 +352,8 @@ impl Harness {
             "chaos ({:?} path) seed={:#x}: {} operations, {} D1 calls, {} faults injected \
              ({} before execution, {} after), {} retries; caller errors: {} ({} permanent, \
              {} maybe-executed writes, {} after the last attempt, {} stopped by the budget); \
-             {} invariants checked; fingerprint {:016x}",
+             {} operations of several executions, {} retries after an earlier execution \
+             completed; {} invariants checked; fingerprint {:016x}",
             self.path,
             self.seed,
             t.operations,
@@ -332,6 +367,8 @@ impl Harness {
             t.maybe_executed_write_errors,
             t.exhausted,
             t.budget_stops,
+            t.multi_execution_ops,
+            t.later_execution_retries,
             t.invariants,
             t.fingerprint,
         ) + &format!(

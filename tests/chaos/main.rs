@@ -7,11 +7,14 @@
 //!   write whose caller got an error is there at most once (exactly as often as the journal
 //!   says it ran);
 //! - every read returned what the database held;
-//! - every call stopped where the retry table says: a permanent failure after one call, a
-//!   maybe-executed write failure at once, a transient read failure only after the last
-//!   attempt (or when its retry budget ran out); the caller got the last call's error;
-//! - no function made more attempts than its policy allows, and every wait lies within the
-//!   policy's bounds (tokio's paused clock: the waits are virtual and exact).
+//! - every execution stopped where the retry table says: a permanent failure after one call,
+//!   a maybe-executed write failure at once, a transient read failure only when its call's
+//!   retries were spent (or its retry budget ran out); the caller got the last call's error;
+//! - a `#[d1_retry]` method's body ran once, each execution retried on its own, never again
+//!   once it completed (a read, an insert and a read in one method; a loop of inserts);
+//!   the executions of one call shared `max_attempts - 1` retries, none made more than
+//!   `max_attempts` attempts, and the n-th retry of the call waited within the policy's
+//!   bounds for retry n (tokio's paused clock: the waits are virtual and exact).
 //!
 //! The suite, by concept: [`faults`] is when the local D1 fails, [`repository`] the
 //! operations (`#[d1_retry]` methods, their SQL and policies), [`harness`] runs them in
@@ -107,6 +110,15 @@ fn assert_exercised(harness: &Harness, ops: u64) {
         "{}",
         harness.summary()
     );
+    // The attribute path ran methods of several executions, and retried a later execution
+    // after an earlier one had completed.
+    if harness.path == Path::Macro {
+        assert!(
+            tally.multi_execution_ops > 0 && tally.later_execution_retries > 0,
+            "{}",
+            harness.summary()
+        );
+    }
 }
 
 #[test]

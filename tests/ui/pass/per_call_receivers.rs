@@ -97,6 +97,18 @@ where
     statement.run().await
 }
 
+/// Dynamic SQL, a loop and a batch, in a future that must stay `Send`.
+#[d1_retry]
+async fn smart_pointers_send(db: &Db, table: String) -> Result<u64, DbError> {
+    let arc = Arc::new(Db);
+    let mut total = arc.exec(&table).await?;
+    for _ in 0..2 {
+        total += db.prepare(format!("DELETE FROM {table}")).run().await?;
+    }
+    let batch = Box::new(Db).batch(vec![db.prepare(table)]).await?;
+    Ok(total + batch.len() as u64)
+}
+
 /// `Box`, `Rc` and `Arc` receivers, and references to them.
 #[d1_retry]
 async fn smart_pointers(
@@ -117,7 +129,42 @@ async fn smart_pointers(
     Ok(a + b + c + d + e + f.len() as u64)
 }
 
+/// Methods of the D1 types themselves: `self` is the receiver.
+trait Purge {
+    async fn purge(&self) -> Result<u64, DbError>;
+}
+
+impl Purge for Db {
+    #[d1_retry]
+    async fn purge(&self) -> Result<u64, DbError> {
+        self.exec("DELETE FROM t").await
+    }
+}
+
+/// `self` by value, a field of it, then destructured.
+struct Owned(Statement);
+
+impl Owned {
+    #[d1_retry]
+    async fn run_twice(self) -> Result<u64, DbError> {
+        let first = self.0.run().await?;
+        let Owned(statement) = self;
+        Ok(first + statement.run().await?)
+    }
+}
+
+fn assert_send<T: Send>(_: &T) {}
+
 fn main() {
+    // The shared schedule and the scanned SQL keep a future `Send`.
+    assert_send(&Generic { db: Db }.purge());
+    assert_send(&smart_pointers_send(&Db, String::new()));
+    assert_eq!(block_on(Db.purge()).ok(), Some(13));
+    assert_eq!(
+        block_on(Owned(Db.prepare("SELECT 1")).run_twice()).ok(),
+        Some(2)
+    );
+
     let mut repo = Repo {
         db: Db,
         touch: Db.prepare("UPDATE users SET seen_at = unixepoch()"),

@@ -104,7 +104,21 @@ impl Queries {
     }
 }
 
-/// `Type::prepare(&db, sql)`, in full.
+struct Repo {
+    db: Db,
+}
+
+impl Repo {
+    /// `Type::prepare(&db, sql)` on a database the method owns.
+    #[d1_retry]
+    async fn path_prepare(&self) -> Result<u64, DbError> {
+        let db = Db;
+        Db::prepare(&db, "DELETE FROM sessions").run().await?;
+        Db::prepare(&self.db, "SELECT 1").run().await
+    }
+}
+
+/// `Type::prepare(db, sql)`, in full.
 #[d1_retry]
 async fn path_prepare(db: &Db, id: i64) -> Result<u64, DbError> {
     Db::prepare(db, "UPDATE users SET name = 'ada' WHERE id = ?1")
@@ -165,6 +179,20 @@ async fn every_method(db: &Db) -> Result<usize, DbError> {
     Ok(all.len() + raw.len() + js.len() + first.map_or(0, |_| 1) + dump.len())
 }
 
+/// Result types inferred from a `let` and from the return type; `let` chains.
+#[d1_retry]
+async fn inferred(db: &Db) -> Result<Vec<i64>, DbError> {
+    let statement = db.prepare("SELECT 1");
+    let bytes: Vec<u8> = statement.raw().await?;
+    if let Some(n) = statement.first().await?
+        && n > 0
+        && let Ok(m) = statement.run().await
+    {
+        return Ok(vec![n, m as i64, bytes.len() as i64]);
+    }
+    db.prepare("SELECT 2").raw().await
+}
+
 /// Nested items keep their own code.
 #[d1_retry]
 async fn nested_items(db: &Db) -> Result<u64, DbError> {
@@ -190,6 +218,8 @@ fn main() {
     assert_eq!(block_on(shadowed_const(&db)).ok(), Some(1));
     assert_eq!(block_on(Queries::associated(&db)).ok(), Some(Some(1)));
     assert_eq!(block_on(path_prepare(&db, 1)).ok(), Some(1));
+    assert_eq!(block_on(Repo { db: Db }.path_prepare()).ok(), Some(1));
+    assert_eq!(block_on(inferred(&db)).ok(), Some(vec![1, 1, 1]));
     assert_eq!(block_on(dynamic(&db, "users")).ok(), Some(1));
     let deleted = "DELETE FROM t".len() as u64;
     assert_eq!(
