@@ -73,12 +73,13 @@ pub fn script(rng: &mut SmallRng, stamps: &Stamps) -> (FaultPlan, Vec<String>) {
     let rules = [0, 1, 1, 2, 2, 2, 3, 4][rng.random_range(0..8)];
     for _ in 0..rules {
         let message = message(rng);
-        let timing = if message.documented_class() == Some(FailureClass::NotExecuted) {
-            Timing::BeforeExecution
-        } else if rng.random_bool(0.5) {
-            Timing::BeforeExecution
-        } else {
+        // D1 says "not executed" only before a statement runs.
+        let timing = if message.documented_class() != Some(FailureClass::NotExecuted)
+            && !rng.random_bool(0.5)
+        {
             Timing::AfterExecution
+        } else {
+            Timing::BeforeExecution
         };
         let mut fault = Fault::new(message).timing(timing);
         let mut text = format!("{message:?} {timing:?}");

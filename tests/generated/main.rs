@@ -19,7 +19,7 @@
 //!   call at most that per schedule (tokio's paused clock).
 //!
 //! Reproducible: `D1_RETRY_GENERATED_SEED` (default fixed), `D1_RETRY_GENERATED_CASES`
-//! (default 4000); a failure names its case, and `D1_RETRY_GENERATED_CASE` runs it alone.
+//! (default 8000); a failure names its case, and `D1_RETRY_GENERATED_CASE` runs it alone.
 
 mod faults;
 mod oracle;
@@ -36,8 +36,8 @@ use faults::Stamps;
 use oracle::{Counts, Observed};
 use runner::{Runner, ScopeKind};
 
-const DEFAULT_SEED: u64 = 0x6E4E_D1C0_DE5E_ED;
-const DEFAULT_CASES: u64 = 4000;
+const DEFAULT_SEED: u64 = 0x006E_4ED1_C0DE_5EED;
+const DEFAULT_CASES: u64 = 8000;
 
 fn env_u64(name: &str) -> Option<u64> {
     let text = std::env::var(name).ok()?;

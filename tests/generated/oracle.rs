@@ -182,7 +182,7 @@ pub fn check(o: &Observed<'_>) -> Result<Counts, String> {
             );
         }
         ensure!(
-            exec.done == !failed(*last),
+            exec.done != failed(*last),
             "execution {exec:?}: the body saw {}, the last call {}",
             if exec.done { "success" } else { "no success" },
             if failed(*last) { "failed" } else { "succeeded" }
