@@ -14,14 +14,17 @@ use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ExprUnary, Lit, LitInt, LitStr, Path, UnOp};
 
 const VALID: &str = "read_only, idempotent, max_attempts = N, base_delay_ms = N, \
-                     max_delay_ms = N, policy = PATH, name = \"...\", crate = \"...\"";
+                     max_delay_ms = N, attempt_timeout_ms = N, deadline_ms = N, policy = PATH, \
+                     name = \"...\", crate = \"...\"";
 
-const KEYS: [&str; 8] = [
+const KEYS: [&str; 10] = [
     "read_only",
     "idempotent",
     "max_attempts",
     "base_delay_ms",
     "max_delay_ms",
+    "attempt_timeout_ms",
+    "deadline_ms",
     "policy",
     "name",
     "crate",
@@ -41,6 +44,8 @@ pub(crate) struct Options {
     max_attempts: Option<Knob<u32>>,
     base_delay_ms: Option<Knob<u64>>,
     max_delay_ms: Option<Knob<u64>>,
+    attempt_timeout_ms: Option<Knob<u64>>,
+    deadline_ms: Option<Knob<u64>>,
     policy: Option<Path>,
     name: Option<LitStr>,
     krate: Option<Path>,
@@ -91,6 +96,16 @@ impl Options {
         self.max_delay_ms.map(|knob| knob.value)
     }
 
+    /// `attempt_timeout_ms = N`, with the span of its value.
+    pub(crate) fn attempt_timeout_ms(&self) -> Option<(u64, Span)> {
+        self.attempt_timeout_ms.map(|knob| (knob.value, knob.span))
+    }
+
+    /// `deadline_ms = N`, with the span of its value.
+    pub(crate) fn deadline_ms(&self) -> Option<(u64, Span)> {
+        self.deadline_ms.map(|knob| (knob.value, knob.span))
+    }
+
     fn set(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
         let Some(key) = meta.path.get_ident().map(ToString::to_string) else {
             return Err(meta.error(format!(
@@ -103,6 +118,8 @@ impl Options {
             "max_attempts" => self.set_max_attempts(meta),
             "base_delay_ms" => self.set_base_delay_ms(meta),
             "max_delay_ms" => self.set_max_delay_ms(meta),
+            "attempt_timeout_ms" => self.set_attempt_timeout_ms(meta),
+            "deadline_ms" => self.set_deadline_ms(meta),
             "policy" => self.set_policy(meta),
             "name" => self.set_name(meta),
             "crate" => self.set_crate(meta),
@@ -154,6 +171,41 @@ impl Options {
             "with_max_delay(Duration::from_millis(N))",
         )?;
         self.max_delay_ms = Some(number(meta, "max_delay_ms", "milliseconds")?);
+        Ok(())
+    }
+
+    // The time limits are not part of the schedule: they may go with `policy`, and add to it.
+    fn set_attempt_timeout_ms(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        once(
+            meta,
+            "attempt_timeout_ms",
+            self.attempt_timeout_ms.is_some(),
+        )?;
+        let knob = number(meta, "attempt_timeout_ms", "milliseconds")?;
+        if knob.value == 0 {
+            return Err(syn::Error::new(
+                knob.span,
+                "attempt_timeout_ms = 0 would cut every D1 call at once: give the time one \
+                 call may take, e.g. attempt_timeout_ms = 2000, or leave it out to wait as \
+                 long as D1 does",
+            ));
+        }
+        self.attempt_timeout_ms = Some(knob);
+        Ok(())
+    }
+
+    fn set_deadline_ms(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+        once(meta, "deadline_ms", self.deadline_ms.is_some())?;
+        let knob = number(meta, "deadline_ms", "milliseconds")?;
+        if knob.value == 0 {
+            return Err(syn::Error::new(
+                knob.span,
+                "deadline_ms = 0 would cut every call at once: give the time a whole call may \
+                 take, retries included, e.g. deadline_ms = 10000 (under your proxy's limit), \
+                 or leave it out",
+            ));
+        }
+        self.deadline_ms = Some(knob);
         Ok(())
     }
 

@@ -456,12 +456,16 @@ impl Finder<'_> {
         let name = &call.method;
         let turbofish = &call.turbofish;
         let error = Ident::new("__d1_retry_error", Span::mixed_site());
+        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
         let dot = call.dot_token;
         let site = |receiver: &TokenStream| {
             quote_spanned! {span=>
                 (&&#private::Receiver::of(&#receiver)).d1_site()
                     .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
-                    .classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure())
+                    .classify_with(
+                        |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
+                        |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
+                    )
             }
         };
         let receiver = &call.receiver;
@@ -527,12 +531,16 @@ impl Finder<'_> {
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let error = Ident::new("__d1_retry_error", Span::mixed_site());
+        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
         let span = base.span();
         let body = quote_spanned! {span=>
             match #base {
                 #recv => (&&#private::Receiver::of(&#recv)).d1_site()
                     .awaited(#call_ident, #access, #recv)
-                    .classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure())
+                    .classify_with(
+                        |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
+                        |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
+                    )
                     .await
             }
         };

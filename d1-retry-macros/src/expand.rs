@@ -50,6 +50,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         attempt: local("__d1_retry_attempt"),
     };
     let params = parameters(&function.sig);
+    let time_limit_check = time_limit_check(&options, &private, &function);
     let output = erase_impl_trait(&function.output);
     let block = match &mut function.shape {
         Shape::Async { block, .. } | Shape::Boxed { block, .. } => block,
@@ -58,6 +59,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     valid::check(&found, mode, &function.sig.ident)?;
     let doc = doc::paragraph(&found, mode, &retries(&options));
     let policy_check = policy_check(&options, &krate, &function.sig);
+    let timed = options.attempt_timeout_ms().is_some() || options.deadline_ms().is_some();
 
     let body = match mode {
         Mode::PerCall => {
@@ -68,8 +70,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 #[allow(unused_imports)]
                 use #private::{
                     ViaAsRefError as _, ViaD1Receiver as _, ViaDisplay as _, ViaError as _,
-                    ViaOtherReceiver as _,
+                    ViaFromTimedOut as _, ViaNoTimedOut as _, ViaOtherReceiver as _,
                 };
+                #time_limit_check
                 let #call = #call_init;
                 #(#stmts)*
             }
@@ -80,7 +83,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 private: &private,
                 names: &names,
                 policy: &policy,
-                policy_check: &policy_check,
+                policy_check: &quote!(#policy_check #time_limit_check),
+                timed,
                 operation: &operation,
                 read_only,
                 attempt_body: &attempt_body,
@@ -135,6 +139,8 @@ struct WholeBody<'a> {
     names: &'a Names,
     policy: &'a TokenStream,
     policy_check: &'a TokenStream,
+    /// The attribute gives time limits: each attempt is raced against them.
+    timed: bool,
     operation: &'a TokenStream,
     read_only: bool,
     attempt_body: &'a TokenStream,
@@ -151,6 +157,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
         names,
         policy,
         policy_check,
+        timed,
         operation,
         read_only,
         attempt_body,
@@ -168,6 +175,32 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     let name = local("__d1_retry_operation");
     let value = local("__d1_retry_value");
     let idempotent = !read_only;
+    let cut = local("__d1_retry_cut");
+    let run_attempt = if *timed {
+        // The check at the option guarantees `From<TimedOut>` for the error type.
+        quote! {
+            match #driver.attempt(#private::scoped(#attempt_body)).await {
+                ::core::result::Result::Ok(#result) => #result,
+                ::core::result::Result::Err(#cut) => {
+                    let #delay = #driver.next_delay(
+                        &#private::Failure::with_class(#private::FailureClass::MaybeExecuted, &#cut),
+                        #plan.access(#attempt),
+                    );
+                    match #delay {
+                        ::core::option::Option::Some(#delay) => {
+                            #driver.sleep(#delay).await;
+                            continue;
+                        }
+                        ::core::option::Option::None => {
+                            return ::core::result::Result::Err(::core::convert::From::from(#cut));
+                        }
+                    }
+                }
+            }
+        }
+    } else {
+        quote!(#private::scoped(#attempt_body).await)
+    };
     // Spanned at the error type, so an error type the runtime cannot read is reported there.
     let failure = quote_spanned! {*error_span=>
         (&&&#private::Probe(&#error)).d1_retry_failure()
@@ -184,7 +217,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
         loop {
             let #record = #private::Attempt::new(#name, #read_only);
             let #attempt = &#record;
-            let #result: #output = #private::scoped(#attempt_body).await;
+            let #result: #output = #run_attempt;
             // The error lives in this block only, so it is dropped before the wait and an
             // error that is not `Send` never makes the future `!Send`.
             let #delay = {
@@ -209,24 +242,55 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
 
 /// The `RetryPolicy` expression the function runs with.
 fn policy(options: &Options, krate: &TokenStream) -> TokenStream {
-    if let Some(path) = options.policy() {
+    let mut policy = if let Some(path) = options.policy() {
         // A const block, so an invalid policy constant is a compile error at `path`.
         let krate = respan(krate, path.span());
-        return quote_spanned! {path.span()=>
+        quote_spanned! {path.span()=>
             const { #krate::__private::checked_policy(#path) }
-        };
+        }
+    } else {
+        let mut policy = quote!(#krate::__private::RetryPolicy::DEFAULT);
+        if let Some(value) = options.max_attempts() {
+            policy = quote!(#policy.with_max_attempts(#value));
+        }
+        if let Some(value) = options.base_delay_ms() {
+            policy = quote!(#policy.with_base_delay(::core::time::Duration::from_millis(#value)));
+        }
+        if let Some(value) = options.max_delay_ms() {
+            policy = quote!(#policy.with_max_delay(::core::time::Duration::from_millis(#value)));
+        }
+        policy
+    };
+    if let Some((value, _)) = options.attempt_timeout_ms() {
+        policy = quote!(#policy.with_attempt_timeout(::core::time::Duration::from_millis(#value)));
     }
-    let mut policy = quote!(#krate::__private::RetryPolicy::DEFAULT);
-    if let Some(value) = options.max_attempts() {
-        policy = quote!(#policy.with_max_attempts(#value));
-    }
-    if let Some(value) = options.base_delay_ms() {
-        policy = quote!(#policy.with_base_delay(::core::time::Duration::from_millis(#value)));
-    }
-    if let Some(value) = options.max_delay_ms() {
-        policy = quote!(#policy.with_max_delay(::core::time::Duration::from_millis(#value)));
+    if let Some((value, _)) = options.deadline_ms() {
+        policy = quote!(#policy.with_deadline(::core::time::Duration::from_millis(#value)));
     }
     policy
+}
+
+/// With a time-limit option, a check at the option that the function's error type can
+/// receive a `TimedOut`: the one error a user without `From<TimedOut>` sees.
+fn time_limit_check(options: &Options, private: &TokenStream, function: &Checked) -> TokenStream {
+    let Some(span) = options
+        .attempt_timeout_ms()
+        .or(options.deadline_ms())
+        .map(|(_, span)| span)
+    else {
+        return TokenStream::new();
+    };
+    let error = match &function.error_type {
+        Some(error) => error.to_token_stream(),
+        None => {
+            let output = erase_impl_trait(&function.output);
+            quote!(<#output as #private::IsResult>::Err)
+        }
+    };
+    let private = respan(private, span);
+    quote_spanned! {span=>
+        #private::receives_timed_out::<#error>();
+    }
 }
 
 /// A `const _` item validating `policy = PATH` under `cargo check` too, when the path can

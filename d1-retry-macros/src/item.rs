@@ -80,6 +80,8 @@ pub(crate) struct Checked {
     pub(crate) output: Type,
     /// Where error-type mistakes point: `E` when it is visible, else the whole output.
     pub(crate) error_span: Span,
+    /// `E` of `Result<T, E>` when it is written out (not behind an alias).
+    pub(crate) error_type: Option<Type>,
 }
 
 impl Function {
@@ -113,7 +115,7 @@ impl Function {
         } else {
             boxed(&self.sig, block)?
         };
-        let error_span = result_error_span(&output)?;
+        let (error_span, error_type) = result_error(&output)?;
         Ok(Checked {
             attrs: self.attrs,
             vis: self.vis,
@@ -121,6 +123,7 @@ impl Function {
             shape,
             output,
             error_span,
+            error_type,
         })
     }
 }
@@ -139,7 +142,7 @@ fn not_result(span: Span, found: Option<&Type>) -> syn::Error {
 
 /// Accepts any path type whose last segment is `Result`: `Result<T, E>`,
 /// `std::result::Result<T, E>`, `worker::Result<T>`, `anyhow::Result<T>`.
-fn result_error_span(output: &Type) -> syn::Result<Span> {
+fn result_error(output: &Type) -> syn::Result<(Span, Option<Type>)> {
     let mut ty = output;
     while let Type::Group(group) = ty {
         ty = &group.elem;
@@ -162,10 +165,10 @@ fn result_error_span(output: &Type) -> syn::Result<Span> {
             _ => None,
         });
         if let (Some(_), Some(error)) = (types.next(), types.next()) {
-            return Ok(error.span());
+            return Ok((error.span(), Some(error.clone())));
         }
     }
-    Ok(output.span())
+    Ok((output.span(), None))
 }
 
 /// Recognises `#[async_trait]`'s output; anything else that is not `async` is refused.

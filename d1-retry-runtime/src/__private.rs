@@ -14,10 +14,13 @@ pub use crate::receiver::{
     ViaOtherReceiver, ViaSqlOther, ViaSqlText,
 };
 pub use crate::scope::{nested, scoped};
+pub use crate::timeout::{
+    ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,
+};
 
 /// The documented D1 phrases and their classes, for the classifier's benchmark baseline.
-pub const D1_PHRASES: [(&str, crate::FailureClass); 13] = crate::classify::PHRASES;
-pub use crate::{DefaultSleeper, PolicyError, RetryPolicy};
+pub const D1_PHRASES: [(&str, crate::FailureClass); 14] = crate::classify::PHRASES;
+pub use crate::{DefaultSleeper, FailureClass, PolicyError, RetryPolicy};
 
 /// What the macro learned about a whole-body (`read_only` / `idempotent`) function.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +77,17 @@ impl<'a> Attempt<'a> {
     pub fn dynamic_writes(&self) -> u32 {
         self.dynamic_writes.load(Ordering::Relaxed)
     }
+}
+
+/// The error type of a `Result`, for a function whose return type is an alias
+/// (`worker::Result<T>`).
+pub trait IsResult {
+    /// `E` of `Result<T, E>`.
+    type Err;
+}
+
+impl<T, E> IsResult for Result<T, E> {
+    type Err = E;
 }
 
 /// Validates a policy given as `#[d1_retry(policy = PATH)]`; the macro calls it in a

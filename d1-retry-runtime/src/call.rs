@@ -7,48 +7,78 @@
 //! all, and its n-th retry waits the schedule's n-th delay. So no execution makes more
 //! than `max_attempts` attempts, and the waits of one call add up to at most
 //! [`RetryPolicy::max_total_delay`]. A loop of 100 inserts gets 4 retries in all.
+//!
+//! With time limits, each attempt is raced against a timer (the attempt timeout, or what
+//! is left of the call's deadline if that is sooner), and the deadline is measured from the
+//! start of the call on the sleeper's clock.
 
 use core::future::Future;
 use core::sync::atomic::{AtomicU32, Ordering};
+use core::task::Poll;
 use core::time::Duration;
 
 use crate::decide::{Access, Facts, decide};
 use crate::failure::Failure;
 use crate::operation::OperationName;
-use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper, jitter, log, scope};
+use crate::timeout::{TimeLimit, TimedOut};
+use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, jitter, log, scope};
 
 /// The schedule shared by the executions of one call.
 ///
 /// `Sync` (an atomic count, not a `Cell`), so a user's future that holds it across an
 /// `.await` stays `Send` when it was.
 #[derive(Debug)]
-pub struct Call<'a, S = DefaultSleeper> {
+pub struct Call<'a, S = crate::DefaultSleeper> {
     policy: RetryPolicy,
     operation: OperationName<'a>,
     retries: AtomicU32,
     sleeper: S,
+    /// Started with the call when the policy has a deadline.
+    started: Option<Stopwatch>,
+    /// Makes the jitter reproducible ([`Retry::seed`](crate::Retry::seed)).
+    seed: Option<u64>,
 }
 
+#[cfg(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32")))]
 impl<'a> Call<'a> {
-    /// A call about to make its first execution, waiting through the [`DefaultSleeper`].
+    /// A call about to make its first execution, waiting through the
+    /// [`DefaultSleeper`](crate::DefaultSleeper).
     pub fn new(policy: RetryPolicy, operation: OperationName<'a>) -> Self {
-        Call::with_sleeper(policy, operation, DefaultSleeper::default())
+        Call::with_sleeper(policy, operation, crate::DefaultSleeper::default())
     }
 }
 
-impl<'a, S> Call<'a, S> {
+impl<'a, S: Sleeper> Call<'a, S> {
     /// A call that waits through `sleeper`.
-    pub const fn with_sleeper(
-        policy: RetryPolicy,
-        operation: OperationName<'a>,
-        sleeper: S,
-    ) -> Self {
+    pub fn with_sleeper(policy: RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
+        // Only a deadline needs the clock: a call without one reads none.
+        let started = match policy.deadline() {
+            Some(_) => sleeper.stopwatch(),
+            None => None,
+        };
         Call {
             policy,
             operation,
             retries: AtomicU32::new(0),
             sleeper,
+            started,
+            seed: None,
         }
+    }
+
+    /// The same call with reproducible jitter.
+    #[must_use]
+    pub(crate) fn with_seed(mut self, seed: Option<u64>) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    pub(crate) fn sleeper(&self) -> &S {
+        &self.sleeper
+    }
+
+    pub(crate) fn operation(&self) -> OperationName<'a> {
+        self.operation
     }
 
     /// The retries this call has made so far, all executions together.
@@ -56,13 +86,50 @@ impl<'a, S> Call<'a, S> {
         self.retries.load(Ordering::Relaxed)
     }
 
+    /// What is left of the call's deadline, if it has one and a clock to measure it.
+    fn remaining(&self) -> Option<Duration> {
+        let deadline = self.policy.deadline()?;
+        let started = self.started?;
+        Some(deadline.saturating_sub(started.elapsed()))
+    }
+
+    /// The timer the next attempt races against, and which limit it stands for.
+    pub(crate) fn attempt_limit(&self) -> Option<Limit> {
+        let timeout = self.policy.attempt_timeout().map(|t| Limit {
+            timer: t,
+            limit: TimeLimit::Attempt,
+            reported: t,
+        });
+        let deadline = self.policy.deadline().map(|deadline| Limit {
+            // No clock: the deadline still bounds each attempt.
+            timer: self.remaining().unwrap_or(deadline),
+            limit: TimeLimit::Deadline,
+            reported: deadline,
+        });
+        match (timeout, deadline) {
+            (Some(t), Some(d)) => Some(if d.timer <= t.timer { d } else { t }),
+            (one, other) => one.or(other),
+        }
+    }
+
     /// Called after an execution failed on its `attempt`-th attempt: `Some(delay)` to wait
-    /// and try again, `None` to hand the caller the error.
+    /// and try again, `None` to hand the caller the error. `cut` says which time limit
+    /// ended the attempt, if one did.
     pub fn after_failure(
         &self,
         failure: &Failure<'_>,
         access: Access,
         attempt: u32,
+    ) -> Option<Duration> {
+        self.decide_after(failure, access, attempt, None)
+    }
+
+    pub(crate) fn decide_after(
+        &self,
+        failure: &Failure<'_>,
+        access: Access,
+        attempt: u32,
+        cut: Option<TimeLimit>,
     ) -> Option<Duration> {
         if let Err(invalid) = self.policy.validate() {
             log::invalid_policy(self.operation, invalid);
@@ -80,15 +147,22 @@ impl<'a, S> Call<'a, S> {
             budget_exhausted,
             failure,
         };
-        let mut facts = Facts {
-            class,
-            access,
-            nested,
-            retries_made: self.retries(),
-            max_attempts,
-            budget_exhausted,
-        };
-        let retry = loop {
+        let remaining = self.remaining();
+        let mut retries_made = self.retries();
+        loop {
+            let retry = retries_made.saturating_add(1);
+            let (min, max) = self.policy.delay_bounds(retry);
+            let delay = jitter::draw(self.seed, retry, min, max);
+            let facts = Facts {
+                class,
+                access,
+                nested,
+                retries_made,
+                max_attempts,
+                budget_exhausted,
+                deadline_reached: cut == Some(TimeLimit::Deadline)
+                    || remaining.is_some_and(|left| delay >= left),
+            };
             if let Err(withheld) = decide(facts) {
                 log::withheld(&event, withheld);
                 return None;
@@ -96,19 +170,18 @@ impl<'a, S> Call<'a, S> {
             // Concurrent executions (`join_all`) may race for the last retry: take it
             // only if the count is still the one decided on.
             match self.retries.compare_exchange_weak(
-                facts.retries_made,
-                facts.retries_made + 1,
+                retries_made,
+                retry,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(made) => break made + 1,
-                Err(now) => facts.retries_made = now,
+                Ok(_) => {
+                    log::retrying(&event, delay);
+                    return Some(delay);
+                }
+                Err(now) => retries_made = now,
             }
-        };
-        let (min, max) = self.policy.delay_bounds(retry);
-        let delay = jitter::draw(None, retry, min, max);
-        log::retrying(&event, delay);
-        Some(delay)
+        }
     }
 
     /// Called once an execution succeeded: gives the retry budget back its share.
@@ -130,14 +203,56 @@ pub(crate) fn spend_token(policy: &RetryPolicy, class: FailureClass, nested: boo
     }
 }
 
+/// A time limit on one attempt.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limit {
+    /// How long the attempt may run.
+    pub(crate) timer: Duration,
+    pub(crate) limit: TimeLimit,
+    /// The limit as configured, which the error reports.
+    pub(crate) reported: Duration,
+}
+
+/// Races `call` against `limit`'s timer; the call's future is dropped if the timer wins
+/// (which does not cancel the query in D1).
+pub(crate) async fn race<F: Future, S: Sleeper>(
+    call: F,
+    sleeper: &S,
+    limit: Limit,
+    operation: OperationName<'_>,
+) -> Result<F::Output, TimedOut> {
+    let timed_out = || TimedOut::new(limit.limit, limit.reported, operation);
+    if limit.timer.is_zero() {
+        // The deadline has passed before the attempt: D1 is not called at all.
+        return Err(timed_out());
+    }
+    let mut call = core::pin::pin!(call);
+    let mut timer = core::pin::pin!(sleeper.sleep(limit.timer));
+    core::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = call.as_mut().poll(cx) {
+            return Poll::Ready(Ok(output));
+        }
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(())),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+    .map_err(|()| timed_out())
+}
+
 /// Runs one execution until it succeeds or must not be retried: the first attempt with a
 /// clone of `args`, each retry with another clone, so nothing in the user's body runs again.
+///
+/// `timed_out` turns a [`TimedOut`] into the call's error type; without it (the error type
+/// has no `From<TimedOut>`) the policy's time limits are not applied to this execution.
 pub async fn execute<S, A, F, Fut, T, E, C>(
     call: &Call<'_, S>,
     access: Access,
     args: A,
     mut attempt: F,
     mut classify: C,
+    timed_out: Option<fn(TimedOut) -> E>,
 ) -> Result<T, E>
 where
     S: Sleeper,
@@ -148,7 +263,27 @@ where
 {
     let mut attempts = 1;
     loop {
-        let delay = match attempt(args.clone()).await {
+        let limited = timed_out.and_then(|into| Some((call.attempt_limit()?, into)));
+        let result = match limited {
+            None => attempt(args.clone()).await,
+            Some((limit, into)) => {
+                match race(attempt(args.clone()), &call.sleeper, limit, call.operation).await {
+                    Ok(result) => result,
+                    Err(cut) => {
+                        let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
+                        match call.decide_after(&failure, access, attempts, Some(cut.limit())) {
+                            Some(delay) => {
+                                call.sleeper.sleep(delay).await;
+                                attempts += 1;
+                                continue;
+                            }
+                            None => return Err(into(cut)),
+                        }
+                    }
+                }
+            }
+        };
+        let delay = match result {
             Ok(value) => {
                 call.succeeded();
                 return Ok(value);
@@ -182,7 +317,8 @@ mod tests {
     impl std::error::Error for DbError {}
 
     const LOST: &str = "D1_ERROR: Network connection lost.";
-    const NOT_REACHED: &str = "D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.";
+    const NOT_REACHED: &str =
+        "D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.";
 
     /// A sleeper that records the waits instead of waiting.
     #[derive(Default)]
@@ -225,6 +361,7 @@ mod tests {
                 core::future::ready(result)
             },
             |error: &DbError| Failure::from_error(error),
+            None,
         )
         .await
     }
@@ -246,7 +383,15 @@ mod tests {
         let (first, second, third) = (Cell::new(0), Cell::new(0), Cell::new(0));
         // Two retries for the first execution, two for the second: the call's four.
         assert!(block_on(execution(&call, Access::ReadOnly, &[LOST, LOST], &first)).is_ok());
-        assert!(block_on(execution(&call, Access::Write, &[NOT_REACHED, NOT_REACHED], &second)).is_ok());
+        assert!(
+            block_on(execution(
+                &call,
+                Access::Write,
+                &[NOT_REACHED, NOT_REACHED],
+                &second
+            ))
+            .is_ok()
+        );
         assert_eq!((first.get(), second.get()), (3, 3));
         assert_eq!(call.retries(), 4);
         // The n-th retry of the call waits the n-th delay, whichever execution makes it.
@@ -279,7 +424,12 @@ mod tests {
         let waits = Waits::default();
         let call = call(&waits);
         let made = Cell::new(0);
-        let result = block_on(crate::scope::scoped(execution(&call, Access::ReadOnly, &[LOST], &made)));
+        let result = block_on(crate::scope::scoped(execution(
+            &call,
+            Access::ReadOnly,
+            &[LOST],
+            &made,
+        )));
         assert!(result.is_err());
         assert_eq!(made.get(), 1);
     }

@@ -15,8 +15,9 @@
 //!
 //! A retry the table allows is still withheld, in this order, when an enclosing
 //! whole-body attempt decides instead ([`Withheld::Nested`]), when the call has used its
-//! `max_attempts - 1` retries ([`Withheld::Exhausted`]), or when the retry budget is spent
-//! ([`Withheld::Budget`]).
+//! `max_attempts - 1` retries ([`Withheld::Exhausted`]), when the retry budget is spent
+//! ([`Withheld::Budget`]), or when the call's deadline would pass before the retry's wait
+//! ends ([`Withheld::Deadline`]).
 
 use crate::FailureClass;
 
@@ -118,6 +119,8 @@ pub enum Withheld {
     Exhausted,
     /// The retry budget has no token to spare: D1 has been failing too often.
     Budget,
+    /// The call's deadline passed, or would before the retry's wait ends.
+    Deadline,
 }
 
 impl Withheld {
@@ -132,6 +135,7 @@ impl Withheld {
             Withheld::Nested => "nested",
             Withheld::Exhausted => "exhausted",
             Withheld::Budget => "budget",
+            Withheld::Deadline => "deadline",
         }
     }
 }
@@ -151,6 +155,8 @@ pub struct Facts {
     pub max_attempts: u32,
     /// The retry budget refused this failure a token.
     pub budget_exhausted: bool,
+    /// The call's deadline has passed, or would before the retry's wait ends.
+    pub deadline_reached: bool,
 }
 
 /// The retry table: `Ok(())` to retry, or why not.
@@ -164,6 +170,7 @@ pub struct Facts {
 ///     retries_made: 0,
 ///     max_attempts: 5,
 ///     budget_exhausted: false,
+///     deadline_reached: false,
 /// };
 /// assert_eq!(decide(facts), Err(Withheld::MaybeExecutedWrite));
 /// assert_eq!(decide(Facts { access: Access::ReadOnly, ..facts }), Ok(()));
@@ -196,6 +203,9 @@ pub const fn decide(facts: Facts) -> Result<(), Withheld> {
     if facts.budget_exhausted {
         return Err(Withheld::Budget);
     }
+    if facts.deadline_reached {
+        return Err(Withheld::Deadline);
+    }
     Ok(())
 }
 
@@ -211,6 +221,7 @@ mod tests {
         retries_made: 0,
         max_attempts: 5,
         budget_exhausted: false,
+        deadline_reached: false,
     };
 
     #[test]
@@ -332,6 +343,21 @@ mod tests {
             }),
             Err(Withheld::Permanent)
         );
+        let late = Facts {
+            deadline_reached: true,
+            ..BASE
+        };
+        assert_eq!(decide(late), Err(Withheld::Deadline));
+        let late_and_spent = Facts {
+            budget_exhausted: true,
+            ..late
+        };
+        assert_eq!(decide(late_and_spent), Err(Withheld::Budget));
+        let late_write = Facts {
+            class: MaybeExecuted,
+            ..late
+        };
+        assert_eq!(decide(late_write), Err(Withheld::MaybeExecutedWrite));
     }
 
     #[test]
@@ -359,6 +385,7 @@ mod tests {
             (Withheld::Nested, "nested"),
             (Withheld::Exhausted, "exhausted"),
             (Withheld::Budget, "budget"),
+            (Withheld::Deadline, "deadline"),
         ];
         for (reason, name) in names {
             assert_eq!(reason.as_str(), name);

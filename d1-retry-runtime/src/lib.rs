@@ -49,6 +49,7 @@ mod receiver;
 mod retry;
 mod scope;
 mod sleep;
+mod timeout;
 
 #[doc(hidden)]
 pub mod __private;
@@ -69,4 +70,5 @@ pub use crate::retry::Retry;
 pub use crate::sleep::NoDefaultSleeper;
 #[cfg(feature = "tokio")]
 pub use crate::sleep::TokioSleeper;
-pub use crate::sleep::{DefaultSleeper, Sleeper};
+pub use crate::sleep::{DefaultSleeper, Sleeper, Stopwatch};
+pub use crate::timeout::{TimeLimit, TimedOut};

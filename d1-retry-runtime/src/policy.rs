@@ -21,13 +21,16 @@ use crate::RetryBudget;
 /// - retries throttled by [`RetryBudget::DEFAULT`], shared by every call in the process
 ///   (or Worker isolate): when D1 keeps failing, retries pause instead of multiplying the
 ///   load. [`with_budget`](Self::with_budget) and [`without_budget`](Self::without_budget)
-///   change that.
+///   change that;
+/// - **no time limits**: a call waits as long as D1 does.
+///   [`with_attempt_timeout`](Self::with_attempt_timeout) and
+///   [`with_deadline`](Self::with_deadline) bound a stalled D1.
 ///
 /// # Validity
 ///
 /// The builders are `const fn`s that record what they are given; [`validate`](Self::validate)
 /// says whether the result makes sense (at least one attempt, base delay not above the cap,
-/// `0 < jitter min ≤ jitter max`, a valid [`RetryBudget`]). A policy given to `#[d1_retry(policy = ...)]` is
+/// `0 < jitter min ≤ jitter max`, a valid [`RetryBudget`], time limits above zero). A policy given to `#[d1_retry(policy = ...)]` is
 /// validated by the compiler. The driver never panics on an invalid policy: it makes a
 /// single attempt and logs the [`PolicyError`] at error level.
 ///
@@ -55,6 +58,8 @@ pub struct RetryPolicy {
     jitter_min_percent: u32,
     jitter_max_percent: u32,
     budget: Option<RetryBudget>,
+    attempt_timeout: Option<Duration>,
+    deadline: Option<Duration>,
 }
 
 /// Why a [`RetryPolicy`] was refused by [`RetryPolicy::validate`].
@@ -69,6 +74,10 @@ pub enum PolicyError {
     InvalidJitter,
     /// The retry budget's limits are out of range (see [`RetryBudget::validate`]).
     InvalidBudget,
+    /// The attempt timeout is zero: every attempt would time out at once.
+    ZeroAttemptTimeout,
+    /// The deadline is zero: every call would time out at once.
+    ZeroDeadline,
 }
 
 impl PolicyError {
@@ -93,6 +102,16 @@ impl PolicyError {
                  above 0 and not above them (e.g. RetryBudget::DEFAULT: 300 tokens, ratio 0.1), \
                  or use without_budget()"
             }
+            Self::ZeroAttemptTimeout => {
+                "invalid RetryPolicy: the attempt timeout is 0, so every attempt would time out \
+                 at once; give a few seconds (e.g. 2000 ms for reads), or leave it out to wait \
+                 as long as D1 does"
+            }
+            Self::ZeroDeadline => {
+                "invalid RetryPolicy: the deadline is 0, so every call would time out at once; \
+                 give the time a whole call may take (e.g. 10 s, under your proxy's limit), or \
+                 leave it out"
+            }
         }
     }
 }
@@ -114,6 +133,8 @@ impl RetryPolicy {
         jitter_min_percent: 80,
         jitter_max_percent: 120,
         budget: Some(RetryBudget::DEFAULT),
+        attempt_timeout: None,
+        deadline: None,
     };
 
     /// The same policy with at most `attempts` attempts in all (the first try included).
@@ -160,6 +181,45 @@ impl RetryPolicy {
     pub const fn without_budget(mut self) -> Self {
         self.budget = None;
         self
+    }
+
+    /// The same policy with each D1 call raced against a timer of `timeout`: when the timer
+    /// wins, the call's future is dropped and the attempt fails as
+    /// [`MaybeExecuted`](crate::FailureClass::MaybeExecuted) with a [`TimedOut`](crate::TimedOut)
+    /// error. A read-only statement is then retried; a write is not, since D1 may still run it:
+    /// dropping the future does not cancel the query in D1.
+    #[must_use]
+    pub const fn with_attempt_timeout(mut self, timeout: Duration) -> Self {
+        self.attempt_timeout = Some(timeout);
+        self
+    }
+
+    /// The same policy with every call bounded by `deadline`: attempts, waits and timeouts
+    /// together. No retry starts whose wait would not end before the deadline, and an
+    /// attempt still running at the deadline is cut there with a [`TimedOut`](crate::TimedOut)
+    /// error, not after D1 answers.
+    #[must_use]
+    pub const fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// The time each D1 call may take before it is abandoned, if any.
+    #[must_use]
+    pub const fn attempt_timeout(&self) -> Option<Duration> {
+        self.attempt_timeout
+    }
+
+    /// The time a whole call may take, retries included, if any.
+    #[must_use]
+    pub const fn deadline(&self) -> Option<Duration> {
+        self.deadline
+    }
+
+    /// Whether the policy bounds time at all.
+    #[must_use]
+    pub const fn has_time_limits(&self) -> bool {
+        self.attempt_timeout.is_some() || self.deadline.is_some()
     }
 
     /// The retry budget that throttles this policy's retries, if any.
@@ -210,6 +270,16 @@ impl RetryPolicy {
         }
         if self.jitter_min_percent == 0 || self.jitter_min_percent > self.jitter_max_percent {
             return Err(PolicyError::InvalidJitter);
+        }
+        if let Some(timeout) = self.attempt_timeout
+            && timeout.is_zero()
+        {
+            return Err(PolicyError::ZeroAttemptTimeout);
+        }
+        if let Some(deadline) = self.deadline
+            && deadline.is_zero()
+        {
+            return Err(PolicyError::ZeroDeadline);
         }
         if let Some(budget) = &self.budget {
             return budget.validate();
@@ -428,6 +498,37 @@ mod tests {
             PolicyError::ZeroAttempts
                 .to_string()
                 .contains("max_attempts")
+        );
+    }
+
+    #[test]
+    fn time_limits_are_off_by_default_and_must_be_above_zero() {
+        let p = RetryPolicy::DEFAULT;
+        assert_eq!((p.attempt_timeout(), p.deadline()), (None, None));
+        assert!(!p.has_time_limits());
+        let limited = p.with_attempt_timeout(ms(2000)).with_deadline(ms(10_000));
+        assert_eq!(limited.attempt_timeout(), Some(ms(2000)));
+        assert_eq!(limited.deadline(), Some(ms(10_000)));
+        assert!(limited.has_time_limits());
+        assert!(p.with_deadline(ms(1)).has_time_limits());
+        assert_eq!(limited.validate(), Ok(()));
+        assert_eq!(
+            p.with_attempt_timeout(Duration::ZERO).validate(),
+            Err(PolicyError::ZeroAttemptTimeout)
+        );
+        assert_eq!(
+            p.with_deadline(Duration::ZERO).validate(),
+            Err(PolicyError::ZeroDeadline)
+        );
+        assert!(
+            PolicyError::ZeroDeadline
+                .to_string()
+                .contains("deadline is 0")
+        );
+        assert!(
+            PolicyError::ZeroAttemptTimeout
+                .to_string()
+                .contains("attempt timeout is 0")
         );
     }
 

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use crate::call::{Call, execute};
 use crate::decide::Access;
 use crate::failure::Failure;
+use crate::timeout::TimedOut;
 use crate::{Sleeper, is_read_only};
 
 /// Marks a type whose `first`, `all`, `run`, `raw`, `raw_js_value`, `batch`, `exec` and
@@ -157,8 +158,15 @@ impl Retrying {
 }
 
 impl<'c, S, A, F> Pending<'c, S, A, F> {
-    /// The future of the execution; `classify` reads the call's error.
-    pub fn classify_with<Fut, T, E, C>(self, classify: C) -> impl Future<Output = Result<T, E>>
+    /// The future of the execution; `classify` reads the call's error, and `timeouts`
+    /// finds the conversion of a [`TimedOut`] into it, if the error type has one (the
+    /// policy's time limits apply only then). Both are closures so that they are
+    /// type-checked once the error type is known, as autoref dispatch needs.
+    pub fn classify_with<Fut, T, E, C>(
+        self,
+        classify: C,
+        timeouts: impl FnOnce(PhantomData<E>) -> Option<fn(TimedOut) -> E>,
+    ) -> impl Future<Output = Result<T, E>>
     where
         S: Sleeper,
         A: Clone,
@@ -166,7 +174,15 @@ impl<'c, S, A, F> Pending<'c, S, A, F> {
         Fut: Future<Output = Result<T, E>>,
         C: for<'e> FnMut(&'e E) -> Failure<'e>,
     {
-        execute(self.call, self.access, self.args, self.attempt, classify)
+        let timed_out = timeouts(PhantomData);
+        execute(
+            self.call,
+            self.access,
+            self.args,
+            self.attempt,
+            classify,
+            timed_out,
+        )
     }
 }
 
@@ -202,7 +218,11 @@ impl Plain {
 impl<R> Unretried<R> {
     /// The call's own value; there is no error to classify.
     #[inline(always)]
-    pub fn classify_with(self, _classify: impl for<'e> FnOnce(&'e Never) -> Failure<'e>) -> R {
+    pub fn classify_with(
+        self,
+        _classify: impl for<'e> FnOnce(&'e Never) -> Failure<'e>,
+        _timeouts: impl FnOnce(PhantomData<Never>) -> Option<fn(TimedOut) -> Never>,
+    ) -> R {
         self.0
     }
 }

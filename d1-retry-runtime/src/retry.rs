@@ -6,6 +6,7 @@ use crate::decide::Access;
 use crate::driver::Driver;
 use crate::failure::Failure;
 use crate::operation::OperationName;
+use crate::timeout::TimedOut;
 use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 
 /// The retry driver, for code that does not use `#[d1_retry]`.
@@ -119,13 +120,46 @@ impl<'a, S> Retry<'a, S> {
 impl<S: Sleeper> Retry<'_, S> {
     /// Runs `attempt` until it succeeds or must not be retried; errors are classified with
     /// [`classify`](crate::classify), their `source()` chain included.
+    ///
+    /// The policy's time limits ([`RetryPolicy::with_attempt_timeout`],
+    /// [`RetryPolicy::with_deadline`]) need a way to hand the caller a [`TimedOut`]:
+    /// [`run_timed`](Self::run_timed) applies them; this method does not.
     pub async fn run<T, E, F, Fut>(self, attempt: F) -> Result<T, E>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: Error + 'static,
     {
-        self.drive(ByError, attempt).await
+        self.drive(ByError, attempt, None).await
+    }
+
+    /// Like [`run`](Self::run), within the policy's time limits: an attempt still running
+    /// at its timeout, or at the call's deadline, is dropped and fails as
+    /// [`MaybeExecuted`](FailureClass::MaybeExecuted), and the caller gets the
+    /// [`TimedOut`] as `E`. Dropping the attempt does not cancel a query D1 already has.
+    ///
+    /// ```
+    /// use core::time::Duration;
+    /// use d1_retry_runtime::{Retry, RetryPolicy, TimedOut};
+    ///
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)] async fn main() {
+    /// let policy = RetryPolicy::DEFAULT.with_attempt_timeout(Duration::from_secs(2));
+    /// // A read that never answers: each attempt is cut after 2 s, then retried.
+    /// let result: Result<u32, TimedOut> = Retry::new("users.count")
+    ///     .read_only(true)
+    ///     .policy(policy.without_budget())
+    ///     .run_timed(|| std::future::pending())
+    ///     .await;
+    /// assert_eq!(result.unwrap_err().after(), Duration::from_secs(2));
+    /// # }
+    /// ```
+    pub async fn run_timed<T, E, F, Fut>(self, attempt: F) -> Result<T, E>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: Error + From<TimedOut> + 'static,
+    {
+        self.drive(ByError, attempt, Some(E::from)).await
     }
 
     /// Like [`run`](Self::run), for error types that are not `std::error::Error`
@@ -148,10 +182,15 @@ impl<S: Sleeper> Retry<'_, S> {
         Fut: Future<Output = Result<T, E>>,
         E: Display,
     {
-        self.drive(ByFn(classify), attempt).await
+        self.drive(ByFn(classify), attempt, None).await
     }
 
-    async fn drive<T, E, C, F, Fut>(self, mut classifier: C, mut attempt: F) -> Result<T, E>
+    pub(crate) async fn drive<T, E, C, F, Fut>(
+        self,
+        mut classifier: C,
+        mut attempt: F,
+        timed_out: Option<fn(TimedOut) -> E>,
+    ) -> Result<T, E>
     where
         C: Classifier<E>,
         F: FnMut() -> Fut,
@@ -165,12 +204,27 @@ impl<S: Sleeper> Retry<'_, S> {
         .with_seed(self.seed);
         loop {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own.
-            let error = match crate::scope::scoped(attempt()).await {
-                Ok(value) => {
+            let scoped = crate::scope::scoped(attempt());
+            let outcome = match timed_out {
+                Some(into) => driver.attempt(scoped).await.map_err(|cut| (cut, into)),
+                None => Ok(scoped.await),
+            };
+            let error = match outcome {
+                Ok(Ok(value)) => {
                     driver.succeeded();
                     return Ok(value);
                 }
-                Err(error) => error,
+                Ok(Err(error)) => error,
+                Err((cut, into)) => {
+                    let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
+                    match driver.next_delay(&failure, self.access) {
+                        Some(delay) => {
+                            driver.sleep(delay).await;
+                            continue;
+                        }
+                        None => return Err(into(cut)),
+                    }
+                }
             };
             let failure = classifier.failure(&error);
             match driver.next_delay(&failure, self.access) {
@@ -186,11 +240,11 @@ impl<S: Sleeper> Retry<'_, S> {
 }
 
 /// How [`Retry::drive`] turns the caller's error into a [`Failure`].
-trait Classifier<E> {
+pub(crate) trait Classifier<E> {
     fn failure<'e>(&mut self, error: &'e E) -> Failure<'e>;
 }
 
-struct ByError;
+pub(crate) struct ByError;
 
 impl<E: Error + 'static> Classifier<E> for ByError {
     fn failure<'e>(&mut self, error: &'e E) -> Failure<'e> {

@@ -30,6 +30,74 @@ pub trait Sleeper {
 
     /// Returns a future that completes after `duration`.
     fn sleep(&self, duration: Duration) -> Self::Sleep;
+
+    /// Starts a [`Stopwatch`] on the sleeper's clock, which a call's deadline is measured
+    /// with. `None` (the default) for a sleeper without a clock: then a deadline still cuts
+    /// each attempt, but the time spent before it is not known, so it is not counted.
+    fn stopwatch(&self) -> Option<Stopwatch> {
+        None
+    }
+}
+
+/// Measures how long a call has run, on the clock of its [`Sleeper`]: tokio's (paused in
+/// tests) or the Worker's `Date.now()`. d1-retry reads no clock of its own
+/// (`std::time::Instant` panics inside a Worker).
+#[derive(Clone, Copy, Debug)]
+pub struct Stopwatch {
+    started: Started,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Started {
+    #[cfg(feature = "tokio")]
+    Tokio(tokio::time::Instant),
+    #[cfg(all(feature = "worker", target_arch = "wasm32"))]
+    Js(f64),
+    /// A stopwatch whose time is given by the caller, for sleepers of your own.
+    Given(fn() -> Duration, Duration),
+}
+
+impl Stopwatch {
+    /// Starts now on tokio's clock.
+    #[cfg(feature = "tokio")]
+    #[must_use]
+    pub fn tokio() -> Self {
+        Stopwatch {
+            started: Started::Tokio(tokio::time::Instant::now()),
+        }
+    }
+
+    /// Starts now on the Worker's clock (`Date.now()`).
+    #[cfg(all(feature = "worker", target_arch = "wasm32"))]
+    #[must_use]
+    pub fn js() -> Self {
+        Stopwatch {
+            started: Started::Js(worker::js_sys::Date::now()),
+        }
+    }
+
+    /// Starts now on a clock of your own: `now` returns the time since any fixed origin.
+    #[must_use]
+    pub fn from_clock(now: fn() -> Duration) -> Self {
+        Stopwatch {
+            started: Started::Given(now, now()),
+        }
+    }
+
+    /// The time since the stopwatch started.
+    #[must_use]
+    pub fn elapsed(&self) -> Duration {
+        match self.started {
+            #[cfg(feature = "tokio")]
+            Started::Tokio(started) => started.elapsed(),
+            #[cfg(all(feature = "worker", target_arch = "wasm32"))]
+            Started::Js(started) => {
+                let ms = (worker::js_sys::Date::now() - started).max(0.0);
+                Duration::from_secs_f64(ms / 1000.0)
+            }
+            Started::Given(now, started) => now().saturating_sub(started),
+        }
+    }
 }
 
 impl<F, Fut> Sleeper for F
@@ -57,6 +125,10 @@ impl Sleeper for TokioSleeper {
 
     fn sleep(&self, duration: Duration) -> Self::Sleep {
         tokio::time::sleep(duration)
+    }
+
+    fn stopwatch(&self) -> Option<Stopwatch> {
+        Some(Stopwatch::tokio())
     }
 }
 

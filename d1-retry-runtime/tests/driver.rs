@@ -426,7 +426,10 @@ async fn inside_a_whole_attempt_the_driver_leaves_the_decision_outside() {
 
     // Outside the scope, the same driver retries.
     let script = Script::failing(&[NETWORK_LOST]);
-    let outer = Retry::new("outer").read_only(true).run(|| script.call()).await;
+    let outer = Retry::new("outer")
+        .read_only(true)
+        .run(|| script.call())
+        .await;
     assert!(outer.is_ok());
     assert_eq!(script.calls.get(), 2);
 }

@@ -19,7 +19,7 @@ const PREFIXES: [&[u8]; 2] = [b"Error: ", b"D1_ERROR: "];
 ///
 /// No phrase is a phrase of another followed by a boundary (a unit test checks it), so the
 /// order of this list cannot change a verdict.
-pub(crate) const PHRASES: [(&str, FailureClass); 13] = [
+pub(crate) const PHRASES: [(&str, FailureClass); 14] = [
     (
         "Cannot resolve D1 DB due to transient issue on remote node",
         FailureClass::NotExecuted,
@@ -71,6 +71,10 @@ pub(crate) const PHRASES: [(&str, FailureClass); 13] = [
         "D1 DB exceeded its CPU time limit and was reset",
         FailureClass::Permanent,
     ),
+    // Not D1's words but d1-retry's own (`TimedOut`): a call abandoned by a time limit may
+    // still run in D1. Recognised so that the error reads right after a conversion into
+    // `worker::Error`, a `String` or the testing kit's error.
+    (crate::timeout::TIMED_OUT, FailureClass::MaybeExecuted),
 ];
 
 /// D1 error codes that start a message about the query itself (echoed SQL, a type, a column):

@@ -4,6 +4,8 @@
 //! These three describe one call seen from three places (the API, the fault plan, the
 //! test reading the journal), so they change together when a call kind is added.
 
+use core::time::Duration;
+
 use super::{Message, Timing, Value};
 
 /// The kind of call, as the fault plan and the call journal see it.
@@ -67,6 +69,10 @@ pub struct CallInfo<'a> {
 }
 
 /// One call as the journal recorded it.
+///
+/// A call is recorded when it answers, or, if the caller drops its future during a stall,
+/// when it is dropped ([`dropped`](Self::dropped)); a call still stalled is not in the
+/// journal yet. So concurrent stalled calls may appear out of [`index`](Self::index) order.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Call {
@@ -78,11 +84,20 @@ pub struct Call {
     pub statements: Vec<(String, Vec<Value>)>,
     /// Whether the call was made through a [`D1DatabaseSession`](super::D1DatabaseSession).
     pub session: bool,
-    /// The failure the fault plan injected, if any.
+    /// The failure the fault plan injected, if any (`None` for a call that only stalled,
+    /// [`Fault::stall`](super::Fault::stall)).
     pub injected: Option<(Message, Timing)>,
+    /// How long the fault plan made the call hang, if it did (the whole stall, even when
+    /// the caller dropped the call before its end).
+    pub stalled: Option<Duration>,
     /// Whether the call ran: for a write, whether its changes are in the database (for
     /// `exec`: at least one line's).
     pub executed: bool,
+    /// Whether the caller dropped the call's future during its stall, before it answered:
+    /// the caller got neither rows nor an error (`error` is `None`). A stall before
+    /// execution ends with nothing run; a stall after execution leaves the statement
+    /// committed ([`executed`](Self::executed)).
+    pub dropped: bool,
     /// The message of the error the caller got, if any.
     pub error: Option<String>,
 }

@@ -4,13 +4,16 @@
 //! that strikes decides, and the rules after it never see the call, so their counters
 //! (`times`, `on_calls`) count only the calls that reached them.
 
-use super::{CallInfo, Fault, Message, Timing};
+use super::fault::Strike;
+use super::{CallInfo, Fault};
 
-/// The rules that decide which calls of a [`D1Database`](super::D1Database) fail.
+/// The rules that decide which calls of a [`D1Database`](super::D1Database) fail or stall.
 ///
 /// For each call, the rules are asked in order; the first that strikes decides the
-/// failure, and the rules after it are not asked (their counters do not see that call).
-/// A plan with no rules lets every call through.
+/// failure (and the stall), and the rules after it are not asked (their counters do not
+/// see that call). A plan with no rules lets every call through. A call that must both
+/// hang and fail takes one rule with both ([`Fault::stalling`]): a [`Fault::stall`] that
+/// strikes first lets its call through, whatever the rules after it say.
 ///
 /// ```
 /// use d1_retry_runtime::testing::{Fault, FaultPlan, Message};
@@ -60,16 +63,17 @@ impl FaultPlan {
         &self.rules
     }
 
-    /// The failure for `call`, if a rule strikes.
-    pub(crate) fn decide(&mut self, call: &CallInfo<'_>) -> Option<(Message, Timing)> {
+    /// What happens to `call`, if a rule strikes.
+    pub(crate) fn decide(&mut self, call: &CallInfo<'_>) -> Option<Strike> {
         self.rules.iter_mut().find_map(|rule| rule.strikes(call))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::Operation;
+    use super::super::{Message, Operation, Timing};
     use super::*;
+    use core::time::Duration;
 
     fn info(index: u64) -> CallInfo<'static> {
         CallInfo {
@@ -101,12 +105,18 @@ mod tests {
         assert_eq!(plan.len(), 2);
         assert_eq!(
             plan.decide(&info(0)),
-            Some((Message::CannotResolve, Timing::BeforeExecution))
+            Some(Strike::fails(
+                Message::CannotResolve,
+                Timing::BeforeExecution
+            ))
         );
         // The second rule's first call is call 1, the one the first rule let through.
         assert_eq!(
             plan.decide(&info(1)),
-            Some((Message::NetworkConnectionLost, Timing::AfterExecution))
+            Some(Strike::fails(
+                Message::NetworkConnectionLost,
+                Timing::AfterExecution
+            ))
         );
         assert_eq!(plan.decide(&info(2)), None);
         let injected: Vec<u64> = plan.rules().iter().map(Fault::injected).collect();
@@ -120,9 +130,28 @@ mod tests {
         assert_eq!(plan.decide(&info(0)), None);
         assert_eq!(
             plan.decide(&info(1)),
-            Some((Message::CpuLimit, Timing::BeforeExecution))
+            Some(Strike::fails(Message::CpuLimit, Timing::BeforeExecution))
         );
         let text = format!("{plan:?}");
         assert!(text.contains("Calls(1..2)"), "{text}");
+    }
+
+    #[test]
+    fn a_stall_that_strikes_first_shadows_the_rules_after_it() {
+        let mut plan = FaultPlan::new()
+            .with(Fault::stall(Duration::from_secs(3)).times(1))
+            .with(Fault::new(Message::CpuLimit));
+        let stalled = plan.decide(&info(0)).unwrap();
+        assert_eq!(stalled.failure, None);
+        assert_eq!(
+            stalled.stall,
+            Some((Duration::from_secs(3), Timing::BeforeExecution))
+        );
+        assert_eq!(
+            plan.decide(&info(1)),
+            Some(Strike::fails(Message::CpuLimit, Timing::BeforeExecution))
+        );
+        let injected: Vec<u64> = plan.rules().iter().map(Fault::injected).collect();
+        assert_eq!(injected, [1, 1]);
     }
 }

@@ -78,7 +78,7 @@ impl D1DatabaseSession {
         &self,
         statements: Vec<D1PreparedStatement>,
     ) -> Result<Vec<D1Result>, Error> {
-        self.db.run_batch(&statements, Some(&self.link))
+        self.db.run_batch(&statements, Some(&self.link)).await
     }
 
     /// The bookmark of the latest state this session saw: `None` before its first query

@@ -99,9 +99,10 @@ impl D1PreparedStatement {
         &self.params
     }
 
-    fn call(&self, operation: Operation) -> Result<Output, Error> {
+    async fn call(&self, operation: Operation) -> Result<Output, Error> {
         self.db
             .call_one(operation, &self.sql, &self.params, self.session.as_ref())
+            .await
     }
 
     /// The first row as `T` (or, with `Some(column)`, that column's value as `T`), or
@@ -115,7 +116,7 @@ impl D1PreparedStatement {
         &self,
         column: Option<&str>,
     ) -> Result<Option<T>, Error> {
-        let output = self.call(Operation::First)?;
+        let output = self.call(Operation::First).await?;
         let Some(row) = output.rows.first() else {
             return Ok(None);
         };
@@ -143,7 +144,7 @@ impl D1PreparedStatement {
     ///
     /// D1's errors and injected faults.
     pub async fn all(&self) -> Result<D1Result, Error> {
-        self.call(Operation::All).map(Output::into_result)
+        self.call(Operation::All).await.map(Output::into_result)
     }
 
     /// Runs the statement and returns its metadata (and rows, as D1 does today).
@@ -152,7 +153,7 @@ impl D1PreparedStatement {
     ///
     /// D1's errors and injected faults.
     pub async fn run(&self) -> Result<D1Result, Error> {
-        self.call(Operation::Run).map(Output::into_result)
+        self.call(Operation::Run).await.map(Output::into_result)
     }
 
     /// Runs the statement and returns its rows as arrays of values, without column names.
@@ -161,7 +162,7 @@ impl D1PreparedStatement {
     ///
     /// D1's errors and injected faults; a serde error when a value does not fit `T`.
     pub async fn raw<T: DeserializeOwned>(&self) -> Result<Vec<Vec<T>>, Error> {
-        let output = self.call(Operation::Raw)?;
+        let output = self.call(Operation::Raw).await?;
         output
             .rows
             .iter()
@@ -184,7 +185,7 @@ impl D1PreparedStatement {
     ///
     /// D1's errors and injected faults.
     pub async fn raw_js_value(&self) -> Result<Vec<Vec<Value>>, Error> {
-        Ok(self.call(Operation::Raw)?.rows)
+        Ok(self.call(Operation::Raw).await?.rows)
     }
 }
 

@@ -6,6 +6,8 @@ use std::error::Error as _;
 use super::*;
 use crate::{FailureClass, classify};
 
+mod stalls;
+
 fn block_on<F: core::future::Future>(future: F) -> F::Output {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()

@@ -51,7 +51,11 @@ use crate::{Retry, RetryPolicy, is_read_only};
 ///   statement in it is;
 /// - [`exec`](Self::exec) is judged by the whole SQL text it is given, [`dump`](Self::dump)
 ///   is a read;
-/// - permanent failures (constraint violations, SQL errors, limits) are never retried.
+/// - permanent failures (constraint violations, SQL errors, limits) are never retried;
+/// - with a policy's time limits ([`RetryPolicy::with_attempt_timeout`],
+///   [`RetryPolicy::with_deadline`]), a call that stalls is cut and fails as maybe executed
+///   with a [`TimedOut`](crate::TimedOut) (as a `worker::Error`): a read is retried, a write
+///   is not, since D1 may still run it.
 ///
 /// Retries log the `tracing` lines of [`Retry`], with the statement's SQL (its first
 /// line, at most 80 bytes) as `d1.operation`, or `D1Retry::batch` / `D1Retry::dump`.
@@ -129,7 +133,7 @@ impl D1Retry {
             .policy(self.policy)
             .read_only(is_read_only(query))
             .sleeper(WorkerSleeper)
-            .run(|| self.db.exec(query))
+            .run_timed(|| self.db.exec(query))
             .await
     }
 
@@ -143,7 +147,7 @@ impl D1Retry {
             .policy(self.policy)
             .read_only(true)
             .sleeper(WorkerSleeper)
-            .run(|| self.db.dump())
+            .run_timed(|| self.db.dump())
             .await
     }
 
@@ -334,7 +338,7 @@ impl D1RetryStatement {
         T: for<'a> Deserialize<'a>,
     {
         self.retry()
-            .run(|| self.statement.first::<T>(col_name))
+            .run_timed(|| self.statement.first::<T>(col_name))
             .await
     }
 
@@ -344,7 +348,7 @@ impl D1RetryStatement {
     ///
     /// The last attempt's error, as `D1PreparedStatement::run` returned it.
     pub async fn run(&self) -> Result<D1Result> {
-        self.retry().run(|| self.statement.run()).await
+        self.retry().run_timed(|| self.statement.run()).await
     }
 
     /// All rows and metadata, as [`D1PreparedStatement::all`].
@@ -353,7 +357,7 @@ impl D1RetryStatement {
     ///
     /// The last attempt's error, as `D1PreparedStatement::all` returned it.
     pub async fn all(&self) -> Result<D1Result> {
-        self.retry().run(|| self.statement.all()).await
+        self.retry().run_timed(|| self.statement.all()).await
     }
 
     /// Rows as arrays of values, as [`D1PreparedStatement::raw`].
@@ -365,7 +369,7 @@ impl D1RetryStatement {
     where
         T: for<'a> Deserialize<'a>,
     {
-        self.retry().run(|| self.statement.raw::<T>()).await
+        self.retry().run_timed(|| self.statement.raw::<T>()).await
     }
 
     /// Rows as JavaScript values, as [`D1PreparedStatement::raw_js_value`].
@@ -374,7 +378,9 @@ impl D1RetryStatement {
     ///
     /// The last attempt's error, as `D1PreparedStatement::raw_js_value` returned it.
     pub async fn raw_js_value(&self) -> Result<Vec<JsValue>> {
-        self.retry().run(|| self.statement.raw_js_value()).await
+        self.retry()
+            .run_timed(|| self.statement.raw_js_value())
+            .await
     }
 
     /// The JavaScript statement object, as [`D1PreparedStatement::inner`].
@@ -422,7 +428,7 @@ where
         .policy(policy)
         .read_only(read_only)
         .sleeper(WorkerSleeper)
-        .run(|| batch(statements.iter().map(|s| s.statement.clone()).collect()))
+        .run_timed(|| batch(statements.iter().map(|s| s.statement.clone()).collect()))
         .await
 }
 

@@ -30,6 +30,11 @@ impl Sleeper for WorkerSleeper {
     fn sleep(&self, duration: Duration) -> worker::Delay {
         worker::Delay::from(clamp_to_timeout(duration))
     }
+
+    #[cfg(target_arch = "wasm32")]
+    fn stopwatch(&self) -> Option<crate::Stopwatch> {
+        Some(crate::Stopwatch::js())
+    }
 }
 
 fn clamp_to_timeout(duration: Duration) -> Duration {

@@ -137,6 +137,24 @@ async fn in_macros(db: &Db) -> Result<String, DbError> {
     Ok(format!("{text} {all:?} {found}"))
 }
 
+/// A project's own macro, matching tokens: its tokens are left as written.
+macro_rules! twice {
+    ($statement:ident . $method:ident ()) => {
+        $statement.$method().await? + $statement.$method().await?
+    };
+}
+
+/// Token macros, `stringify!`, and `tokio::join!` / `try_join!` of execution futures.
+#[d1_retry]
+async fn token_macros(db: &Db) -> Result<String, DbError> {
+    let statement = db.prepare("SELECT 1");
+    let n = twice!(statement.run()) + statement.run().await?;
+    let (a, b) = tokio::join!(statement.run(), db.exec("DELETE FROM t"));
+    let (c, d) = tokio::try_join!(statement.first(), db.exec("SELECT 2"))?;
+    let sum = n + a? + b? + c.map_or(0, |c| c as u64) + d;
+    Ok(format!("{} {sum}", stringify!(statement.run())))
+}
+
 /// A non-`move` `async` block and a labelled block.
 #[d1_retry]
 async fn blocks(db: &Db) -> Result<u64, DbError> {
@@ -152,7 +170,17 @@ async fn blocks(db: &Db) -> Result<u64, DbError> {
 }
 
 fn main() {
+    /// An annotated function nested in a block: its doc paragraph fires no lint.
+    #[d1_retry]
+    async fn nested(db: &Db) -> Result<u64, DbError> {
+        db.prepare("SELECT 1").run().await
+    }
     let db = Db;
+    assert_eq!(block_on(nested(&db)).ok(), Some(1));
+    assert_eq!(
+        block_on(token_macros(&db)).ok().as_deref(),
+        Some("statement.run() 26")
+    );
     assert_eq!(block_on(prepared_once(&db, &[1, 2])).ok(), Some(2));
     assert_eq!(block_on(joined(&db, &[1, 2])).ok(), Some(2 + 2 + 2 * 13));
     assert_eq!(

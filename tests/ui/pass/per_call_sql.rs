@@ -43,7 +43,8 @@ async fn batch_in_place(db: &Db) -> Result<usize, DbError> {
     let b = db
         .batch([db.prepare("SELECT 1"), db.prepare("SELECT 2")].to_vec())
         .await?;
-    Ok(a.len() + b.len())
+    let c = db.batch(vec![db.prepare("SELECT 3"); 3]).await?;
+    Ok(a.len() + b.len() + c.len())
 }
 
 /// One `UPDATE` in each branch.
@@ -209,7 +210,7 @@ fn main() {
         block_on(batch_collected_in_loop(&db, &["a", "b"])).ok(),
         Some(vec![1, 1])
     );
-    assert_eq!(block_on(batch_in_place(&db)).ok(), Some(4));
+    assert_eq!(block_on(batch_in_place(&db)).ok(), Some(7));
     assert_eq!(block_on(update_in_branches(&db, true, 1)).ok(), Some(1));
     assert_eq!(block_on(update_in_branches(&db, false, 1)).ok(), Some(1));
     assert_eq!(block_on(update_in_arms(&db, None)).ok(), Some(1));

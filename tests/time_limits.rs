@@ -1,0 +1,253 @@
+//! Stalls: the attempt timeout and the call deadline of `#[d1_retry]`, on tokio's paused
+//! clock (virtual time, so bounds hold to the millisecond).
+
+use core::time::Duration;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+
+use d1_retry::{RetryPolicy, TimeLimit, TimedOut, d1_retry};
+use test_support::Logs;
+use tokio::time::Instant;
+
+const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
+const LOST: &str = "D1_ERROR: Network connection lost.";
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+#[derive(Debug)]
+pub enum DbError {
+    D1(&'static str),
+    TimedOut(TimedOut),
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DbError::D1(message) => f.write_str(message),
+            DbError::TimedOut(timed_out) => timed_out.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for DbError {}
+
+impl From<TimedOut> for DbError {
+    fn from(error: TimedOut) -> Self {
+        DbError::TimedOut(error)
+    }
+}
+
+/// What one statement run does.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// Hangs this long, then answers.
+    Stall(Duration),
+    /// Hangs forever.
+    Hang,
+    /// Fails at once.
+    Fail(&'static str),
+}
+
+/// A D1 stand-in whose statements follow a script, then answer at once; it records when
+/// each run started and which ones completed.
+#[derive(Default)]
+struct Db {
+    script: RefCell<VecDeque<Step>>,
+    started: RefCell<Vec<Duration>>,
+    completed: RefCell<u32>,
+    origin: RefCell<Option<Instant>>,
+}
+
+#[derive(Clone)]
+struct Statement<'db> {
+    db: &'db Db,
+}
+
+impl d1_retry::D1Receiver for Statement<'_> {}
+
+impl Db {
+    fn new(script: impl IntoIterator<Item = Step>) -> Self {
+        Db {
+            script: RefCell::new(script.into_iter().collect()),
+            origin: RefCell::new(Some(Instant::now())),
+            ..Db::default()
+        }
+    }
+
+    fn prepare(&self, _sql: &str) -> Statement<'_> {
+        Statement { db: self }
+    }
+
+    fn starts(&self) -> Vec<Duration> {
+        self.started.borrow().clone()
+    }
+}
+
+impl Statement<'_> {
+    async fn run(&self) -> Result<u32, DbError> {
+        let origin = self.db.origin.borrow().unwrap_or_else(Instant::now);
+        self.db.started.borrow_mut().push(origin.elapsed());
+        let step = self.db.script.borrow_mut().pop_front();
+        match step {
+            Some(Step::Stall(time)) => tokio::time::sleep(time).await,
+            Some(Step::Hang) => std::future::pending::<()>().await,
+            Some(Step::Fail(message)) => return Err(DbError::D1(message)),
+            None => {}
+        }
+        *self.db.completed.borrow_mut() += 1;
+        Ok(*self.db.completed.borrow())
+    }
+}
+
+#[d1_retry(policy = NO_BUDGET, attempt_timeout_ms = 2000)]
+async fn read(db: &Db) -> Result<u32, DbError> {
+    db.prepare("SELECT count(*) FROM users").run().await
+}
+
+#[d1_retry(policy = NO_BUDGET, attempt_timeout_ms = 2000)]
+async fn write(db: &Db) -> Result<u32, DbError> {
+    db.prepare("INSERT INTO users (name) VALUES ('ada')")
+        .run()
+        .await
+}
+
+#[d1_retry(policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 5000)]
+async fn read_by_5s(db: &Db) -> Result<u32, DbError> {
+    db.prepare("SELECT count(*) FROM users").run().await
+}
+
+#[d1_retry(policy = NO_BUDGET, deadline_ms = 300)]
+async fn read_by_300ms(db: &Db) -> Result<u32, DbError> {
+    db.prepare("SELECT count(*) FROM users").run().await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET, attempt_timeout_ms = 2000)]
+async fn whole_read(db: &Db) -> Result<u32, DbError> {
+    db.prepare("SELECT count(*) FROM users").run().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_read_is_cut_and_retried() {
+    let (logs, _guard) = Logs::capture();
+    let db = Db::new([Step::Stall(ms(60_000))]);
+    let start = Instant::now();
+    assert_eq!(read(&db).await.ok(), Some(1));
+    let starts = db.starts();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[0], Duration::ZERO);
+    // Cut at exactly 2 s, then the first retry's wait (160-240 ms).
+    let second = starts[1];
+    assert!((ms(2160)..=ms(2240)).contains(&second), "{second:?}");
+    assert_eq!(start.elapsed(), second);
+    let text = logs.text();
+    assert!(
+        text.contains("d1.failure_class=\"maybe_executed\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("D1 call timed out: read passed its attempt timeout of 2000 ms"),
+        "{text}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stalled_write_is_not_retried_and_the_caller_gets_the_timeout() {
+    let (logs, _guard) = Logs::capture();
+    let db = Db::new([Step::Hang]);
+    let start = Instant::now();
+    let error = write(&db).await.unwrap_err();
+    assert_eq!(start.elapsed(), ms(2000));
+    let DbError::TimedOut(timed_out) = error else {
+        panic!("expected a timeout, got {error}");
+    };
+    assert_eq!(timed_out.limit(), TimeLimit::Attempt);
+    assert_eq!(timed_out.after(), ms(2000));
+    assert_eq!(timed_out.operation(), "write");
+    assert_eq!(db.starts().len(), 1);
+    assert!(
+        logs.text().contains("d1.withheld=\"maybe_executed_write\""),
+        "{}",
+        logs.text()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_is_met_to_the_millisecond() {
+    let db = Db::new([Step::Hang, Step::Hang, Step::Hang, Step::Hang]);
+    let start = Instant::now();
+    let error = read_by_5s(&db).await.unwrap_err();
+    // Attempts at 0 and about 2.2 s are cut by the attempt timeout; the third, about
+    // 4.6 s in, by what is left of the deadline: the caller has its error at 5 s sharp.
+    assert_eq!(start.elapsed(), ms(5000));
+    let DbError::TimedOut(timed_out) = error else {
+        panic!("expected a timeout, got {error}");
+    };
+    assert_eq!(timed_out.limit(), TimeLimit::Deadline);
+    assert_eq!(timed_out.after(), ms(5000));
+    assert_eq!(db.starts().len(), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn no_retry_starts_whose_wait_would_end_after_the_deadline() {
+    let (logs, _guard) = Logs::capture();
+    let db = Db::new([Step::Fail(LOST), Step::Fail(LOST), Step::Fail(LOST)]);
+    let start = Instant::now();
+    let error = read_by_300ms(&db).await.unwrap_err();
+    assert!(matches!(error, DbError::D1(LOST)), "{error}");
+    // The first wait (160-240 ms) fits in 300 ms; the second (320-480 ms) cannot, so the
+    // call stops at the second failure instead of waiting past its deadline.
+    let starts = db.starts();
+    assert_eq!(starts.len(), 2);
+    assert!(start.elapsed() < ms(300));
+    assert_eq!(start.elapsed(), starts[1]);
+    assert!(
+        logs.text().contains("d1.withheld=\"deadline\""),
+        "{}",
+        logs.text()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_whole_body_attempt_is_cut_too() {
+    let db = Db::new([Step::Hang]);
+    let start = Instant::now();
+    assert_eq!(whole_read(&db).await.ok(), Some(1));
+    assert_eq!(db.starts().len(), 2);
+    assert!(start.elapsed() >= ms(2160));
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_time_limits_a_stall_is_waited_out() {
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn patient(db: &Db) -> Result<u32, DbError> {
+        db.prepare("SELECT 1").run().await
+    }
+    let db = Db::new([Step::Stall(ms(60_000))]);
+    let start = Instant::now();
+    assert_eq!(patient(&db).await.ok(), Some(1));
+    assert_eq!(start.elapsed(), ms(60_000));
+    assert_eq!(db.starts().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timeout_takes_a_token_from_the_retry_budget() {
+    static TOKENS: d1_retry::RetryTokens = d1_retry::RetryTokens::new();
+    const TINY: RetryPolicy =
+        RetryPolicy::DEFAULT.with_budget(d1_retry::RetryBudget::new(&TOKENS).with_max_tokens(2));
+    #[d1_retry(policy = TINY, attempt_timeout_ms = 1000)]
+    async fn budgeted(db: &Db) -> Result<u32, DbError> {
+        db.prepare("SELECT 1").run().await
+    }
+    let (logs, _guard) = Logs::capture();
+    let db = Db::new([Step::Hang]);
+    // 2 tokens -> 1 after the timeout: at or below half, so no retry.
+    assert!(budgeted(&db).await.is_err());
+    assert_eq!(db.starts().len(), 1);
+    assert!(
+        logs.text().contains("d1.withheld=\"budget\""),
+        "{}",
+        logs.text()
+    );
+}
