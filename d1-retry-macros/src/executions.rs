@@ -92,6 +92,9 @@ pub(crate) struct Names {
     pub(crate) call_init: TokenStream,
     /// The whole-body attempt record that observes dynamic SQL under `read_only`.
     pub(crate) attempt: Ident,
+    /// The policy may have time limits (time-limit options, or a `policy = PATH` the macro
+    /// cannot read): executions are raced against them. Otherwise they hold no timer.
+    pub(crate) timed: bool,
 }
 
 /// What the body holds.
@@ -455,17 +458,13 @@ impl Finder<'_> {
         let values: Vec<&Expr> = call.args.iter().collect();
         let name = &call.method;
         let turbofish = &call.turbofish;
-        let error = Ident::new("__d1_retry_error", Span::mixed_site());
-        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
+        let classify = self.classify();
         let dot = call.dot_token;
         let site = |receiver: &TokenStream| {
             quote_spanned! {span=>
                 (&&#private::Receiver::of(&#receiver)).d1_site()
                     .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
-                    .classify_with(
-                        |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
-                        |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
-                    )
+                    #classify
             }
         };
         let receiver = &call.receiver;
@@ -530,21 +529,35 @@ impl Finder<'_> {
         let private = &self.names.private;
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
-        let error = Ident::new("__d1_retry_error", Span::mixed_site());
-        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
+        let classify = self.classify();
         let span = base.span();
         let body = quote_spanned! {span=>
             match #base {
                 #recv => (&&#private::Receiver::of(&#recv)).d1_site()
                     .awaited(#call_ident, #access, #recv)
-                    .classify_with(
-                        |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
-                        |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
-                    )
+                    #classify
                     .await
             }
         };
         Some(self.with_slot(body, &slot, statements.scans))
+    }
+
+    /// `.classify_with(..)`: how the execution reads its error; with time limits, also how
+    /// it turns a `TimedOut` into that error.
+    fn classify(&self) -> TokenStream {
+        let private = &self.names.private;
+        let error = Ident::new("__d1_retry_error", Span::mixed_site());
+        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
+        if self.names.timed {
+            quote! {
+                .classify_timed(
+                    |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
+                    |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
+                )
+            }
+        } else {
+            quote!(.classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure()))
+        }
     }
 
     fn with_slot(&self, body: TokenStream, slot: &Ident, scans: usize) -> TokenStream {
@@ -836,6 +849,7 @@ mod tests {
             call: Ident::new("call", Span::call_site()),
             call_init: quote!(&CALL),
             attempt: Ident::new("attempt", Span::call_site()),
+            timed: false,
         }
     }
 

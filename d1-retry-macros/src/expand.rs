@@ -48,6 +48,9 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         call: call.clone(),
         call_init: quote!(&#private::Call::new(#policy, #operation)),
         attempt: local("__d1_retry_attempt"),
+        timed: options.attempt_timeout_ms().is_some()
+            || options.deadline_ms().is_some()
+            || options.policy().is_some(),
     };
     let params = parameters(&function.sig);
     let time_limit_check = time_limit_check(&options, &private, &function);

@@ -35,8 +35,6 @@ pub struct Call<'a, S = crate::DefaultSleeper> {
     sleeper: S,
     /// Started with the call when the policy has a deadline.
     started: Option<Stopwatch>,
-    /// Makes the jitter reproducible ([`Retry::seed`](crate::Retry::seed)).
-    seed: Option<u64>,
 }
 
 #[cfg(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32")))]
@@ -62,15 +60,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
             retries: AtomicU32::new(0),
             sleeper,
             started,
-            seed: None,
         }
-    }
-
-    /// The same call with reproducible jitter.
-    #[must_use]
-    pub(crate) fn with_seed(mut self, seed: Option<u64>) -> Self {
-        self.seed = seed;
-        self
     }
 
     pub(crate) fn sleeper(&self) -> &S {
@@ -113,15 +103,14 @@ impl<'a, S: Sleeper> Call<'a, S> {
     }
 
     /// Called after an execution failed on its `attempt`-th attempt: `Some(delay)` to wait
-    /// and try again, `None` to hand the caller the error. `cut` says which time limit
-    /// ended the attempt, if one did.
+    /// and try again, `None` to hand the caller the error.
     pub fn after_failure(
         &self,
         failure: &Failure<'_>,
         access: Access,
         attempt: u32,
     ) -> Option<Duration> {
-        self.decide_after(failure, access, attempt, None)
+        self.decide_after(failure, access, attempt, None, None)
     }
 
     pub(crate) fn decide_after(
@@ -130,6 +119,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         access: Access,
         attempt: u32,
         cut: Option<TimeLimit>,
+        seed: Option<u64>,
     ) -> Option<Duration> {
         if let Err(invalid) = self.policy.validate() {
             log::invalid_policy(self.operation, invalid);
@@ -152,7 +142,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         loop {
             let retry = retries_made.saturating_add(1);
             let (min, max) = self.policy.delay_bounds(retry);
-            let delay = jitter::draw(self.seed, retry, min, max);
+            let delay = jitter::draw(seed, retry, min, max);
             let facts = Facts {
                 class,
                 access,
@@ -244,15 +234,14 @@ pub(crate) async fn race<F: Future, S: Sleeper>(
 /// Runs one execution until it succeeds or must not be retried: the first attempt with a
 /// clone of `args`, each retry with another clone, so nothing in the user's body runs again.
 ///
-/// `timed_out` turns a [`TimedOut`] into the call's error type; without it (the error type
-/// has no `From<TimedOut>`) the policy's time limits are not applied to this execution.
+/// The policy's time limits are not applied: see [`execute_timed`]. Kept apart so that a
+/// call without limits holds no timer in its future.
 pub async fn execute<S, A, F, Fut, T, E, C>(
     call: &Call<'_, S>,
     access: Access,
     args: A,
     mut attempt: F,
     mut classify: C,
-    timed_out: Option<fn(TimedOut) -> E>,
 ) -> Result<T, E>
 where
     S: Sleeper,
@@ -263,27 +252,7 @@ where
 {
     let mut attempts = 1;
     loop {
-        let limited = timed_out.and_then(|into| Some((call.attempt_limit()?, into)));
-        let result = match limited {
-            None => attempt(args.clone()).await,
-            Some((limit, into)) => {
-                match race(attempt(args.clone()), &call.sleeper, limit, call.operation).await {
-                    Ok(result) => result,
-                    Err(cut) => {
-                        let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
-                        match call.decide_after(&failure, access, attempts, Some(cut.limit())) {
-                            Some(delay) => {
-                                call.sleeper.sleep(delay).await;
-                                attempts += 1;
-                                continue;
-                            }
-                            None => return Err(into(cut)),
-                        }
-                    }
-                }
-            }
-        };
-        let delay = match result {
+        let delay = match attempt(args.clone()).await {
             Ok(value) => {
                 call.succeeded();
                 return Ok(value);
@@ -295,6 +264,52 @@ where
         };
         // The error was dropped at the end of the match, so an error that is not `Send`
         // never lives across the wait.
+        call.sleeper.sleep(delay).await;
+        attempts += 1;
+    }
+}
+
+/// [`execute`] within the policy's time limits: each attempt is raced against the attempt
+/// timeout or what is left of the deadline, and a cut attempt fails as maybe executed;
+/// `timed_out` hands the caller the [`TimedOut`] as the call's error type.
+pub async fn execute_timed<S, A, F, Fut, T, E, C>(
+    call: &Call<'_, S>,
+    access: Access,
+    args: A,
+    mut attempt: F,
+    mut classify: C,
+    timed_out: fn(TimedOut) -> E,
+) -> Result<T, E>
+where
+    S: Sleeper,
+    A: Clone,
+    F: FnMut(A) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    C: for<'e> FnMut(&'e E) -> Failure<'e>,
+{
+    let mut attempts = 1;
+    loop {
+        let result = match call.attempt_limit() {
+            None => Ok(attempt(args.clone()).await),
+            Some(limit) => race(attempt(args.clone()), &call.sleeper, limit, call.operation).await,
+        };
+        let delay = match result {
+            Ok(Ok(value)) => {
+                call.succeeded();
+                return Ok(value);
+            }
+            Ok(Err(error)) => match call.after_failure(&classify(&error), access, attempts) {
+                Some(delay) => delay,
+                None => return Err(error),
+            },
+            Err(cut) => {
+                let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
+                match call.decide_after(&failure, access, attempts, Some(cut.limit()), None) {
+                    Some(delay) => delay,
+                    None => return Err(timed_out(cut)),
+                }
+            }
+        };
         call.sleeper.sleep(delay).await;
         attempts += 1;
     }
@@ -361,7 +376,6 @@ mod tests {
                 core::future::ready(result)
             },
             |error: &DbError| Failure::from_error(error),
-            None,
         )
         .await
     }

@@ -19,6 +19,7 @@ use crate::{RetryPolicy, Sleeper};
 pub struct Driver<'a, S> {
     call: Call<'a, S>,
     attempt: u32,
+    seed: Option<u64>,
     /// The time limit that cut the last attempt, if one did.
     cut: Option<TimeLimit>,
 }
@@ -29,6 +30,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         Driver {
             call: Call::with_sleeper(policy, operation, sleeper),
             attempt: 1,
+            seed: None,
             cut: None,
         }
     }
@@ -36,7 +38,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     /// Makes the jitter reproducible.
     #[must_use]
     pub fn with_seed(mut self, seed: Option<u64>) -> Self {
-        self.call = self.call.with_seed(seed);
+        self.seed = seed;
         self
     }
 
@@ -59,7 +61,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     pub fn next_delay(&mut self, failure: &Failure<'_>, access: Access) -> Option<Duration> {
         let delay = self
             .call
-            .decide_after(failure, access, self.attempt, self.cut.take())?;
+            .decide_after(failure, access, self.attempt, self.cut.take(), self.seed)?;
         self.attempt += 1;
         Some(delay)
     }

@@ -14,7 +14,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::call::{Call, execute};
+use crate::call::{Call, execute, execute_timed};
 use crate::decide::Access;
 use crate::failure::Failure;
 use crate::timeout::TimedOut;
@@ -158,11 +158,23 @@ impl Retrying {
 }
 
 impl<'c, S, A, F> Pending<'c, S, A, F> {
-    /// The future of the execution; `classify` reads the call's error, and `timeouts`
-    /// finds the conversion of a [`TimedOut`] into it, if the error type has one (the
-    /// policy's time limits apply only then). Both are closures so that they are
-    /// type-checked once the error type is known, as autoref dispatch needs.
-    pub fn classify_with<Fut, T, E, C>(
+    /// The future of the execution; `classify` reads the call's error (a closure, so that
+    /// it is type-checked once the error type is known, as autoref dispatch needs).
+    pub fn classify_with<Fut, T, E, C>(self, classify: C) -> impl Future<Output = Result<T, E>>
+    where
+        S: Sleeper,
+        A: Clone,
+        F: FnMut(A) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        C: for<'e> FnMut(&'e E) -> Failure<'e>,
+    {
+        execute(self.call, self.access, self.args, self.attempt, classify)
+    }
+
+    /// Like [`classify_with`](Self::classify_with), within the policy's time limits when
+    /// `timeouts` finds a conversion of a [`TimedOut`] into the call's error type (the
+    /// limits cannot apply without one).
+    pub fn classify_timed<Fut, T, E, C>(
         self,
         classify: C,
         timeouts: impl FnOnce(PhantomData<E>) -> Option<fn(TimedOut) -> E>,
@@ -175,14 +187,15 @@ impl<'c, S, A, F> Pending<'c, S, A, F> {
         C: for<'e> FnMut(&'e E) -> Failure<'e>,
     {
         let timed_out = timeouts(PhantomData);
-        execute(
-            self.call,
-            self.access,
-            self.args,
-            self.attempt,
-            classify,
-            timed_out,
-        )
+        async move {
+            match timed_out {
+                Some(timed_out) => {
+                    execute_timed(self.call, self.access, self.args, self.attempt, classify, timed_out)
+                        .await
+                }
+                None => execute(self.call, self.access, self.args, self.attempt, classify).await,
+            }
+        }
     }
 }
 
@@ -218,7 +231,13 @@ impl Plain {
 impl<R> Unretried<R> {
     /// The call's own value; there is no error to classify.
     #[inline(always)]
-    pub fn classify_with(
+    pub fn classify_with(self, _classify: impl for<'e> FnOnce(&'e Never) -> Failure<'e>) -> R {
+        self.0
+    }
+
+    /// The call's own value; there is no error to classify, and no time limit applies.
+    #[inline(always)]
+    pub fn classify_timed(
         self,
         _classify: impl for<'e> FnOnce(&'e Never) -> Failure<'e>,
         _timeouts: impl FnOnce(PhantomData<Never>) -> Option<fn(TimedOut) -> Never>,

@@ -9,16 +9,27 @@
 //     "nth": 2,                 // the first failing call is the 2nd matching one (default 1)
 //     "count": 2,               // how many matching calls fail, from the nth on
 //     "calls": [1, 3],          // instead of nth and count: which matching calls fail (from 1)
-//     "when": "before"|"after", // fail without running the statement, or after it ran
+//     "when": "before"|"after", // fail (or stall) before the statement runs, or after it ran
 //     "shape": "d1"|"bare"|"string",
-//     "message": "Network connection lost." }
+//     "message": "Network connection lost.",
+//     "stall_ms": 30000 }        // the struck calls hang this long (see below)
 // shape "d1" (default) is what D1 throws: new Error("D1_ERROR: " + message, { cause: new Error(message) });
 // "bare" is new Error(message, { cause: new Error("injected detail") }); "string" throws the message itself.
+// A stall (`stall_ms`) is D1 hanging, as it does for 30-80 s before its storage object
+// resets. Without a `message` the stalled call then proceeds:
+//   when "before": hang, then run the real statement and answer (D1 slow to start it);
+//   when "after":  run the real statement (a write lands), then hang, then answer.
+// With a `message`, it fails after the hang instead of answering: when "before" without
+// running the statement, when "after" having run it first.
+// Like D1, the wrapper does not notice that the Worker gave up: d1-retry's attempt timeout
+// drops the call's future, but that does not cancel the promise, so a stalled call goes on
+// to its end (registered with ctx.waitUntil, so workerd lets it finish after the response),
+// and a write stalled before it ran lands late, after the caller got its timeout.
 // The request header `x-e2e-request: <id>` brackets the Worker's log lines for the request
 // between `[e2e] begin <id>` and `[e2e] end <id>` lines.
-// The response header `x-d1-trace` lists every statement call: [{ op, sql, params, at, failed }],
-// `sql` the statement's (a batch's joined with "; "), `params` its bound values, `at` in
-// milliseconds from the first call.
+// The response header `x-d1-trace` lists every statement call: [{ op, sql, params, at, failed,
+// stalled }], `sql` the statement's (a batch's joined with "; "), `params` its bound values,
+// `at` in milliseconds from the first call, `stalled` the hang in ms (0 for none).
 
 import { WorkerEntrypoint } from "cloudflare:workers";
 import RustWorker from "../../examples/worker/build/index.js";
@@ -31,7 +42,7 @@ export default class extends WorkerEntrypoint {
     if (url.pathname.startsWith("/__control/")) {
       return control(url.pathname, request, this.env.DB);
     }
-    const injector = new Injector(request.headers.get("x-inject"));
+    const injector = new Injector(request.headers.get("x-inject"), this.ctx);
     const env = { ...this.env, DB: new D1Database(this.env.DB, injector) };
     // The Worker's log lines reach wrangler's output through the same stream as these
     // markers, in order; wrangler's own request lines do not, so tests look for these.
@@ -50,7 +61,8 @@ export default class extends WorkerEntrypoint {
 }
 
 class Injector {
-  constructor(header) {
+  constructor(header, ctx) {
+    this.ctx = ctx;
     const plan = header ? JSON.parse(header) : { count: 0 };
     this.ops = new Set(plan.ops ?? OPERATIONS);
     this.sql = plan.sql;
@@ -61,6 +73,9 @@ class Injector {
     this.when = plan.when ?? "before";
     this.shape = plan.shape ?? "d1";
     this.message = plan.message ?? "";
+    this.stall = plan.stall_ms ?? 0;
+    // A stall fails only when the plan names a message; otherwise the call proceeds.
+    this.stallFails = plan.message !== undefined;
     this.trace = [];
     this.start = undefined;
   }
@@ -89,17 +104,49 @@ class Injector {
     return true;
   }
 
-  // Runs one statement call, failing it if the plan says so.
+  // Runs one statement call, failing (or stalling) it if the plan says so.
   async call(op, real, sql, params) {
     const now = Date.now();
     this.start ??= now;
-    const fail = this.strikes(op, sql);
-    this.trace.push({ op, sql, params: params?.map(plain), at: now - this.start, failed: fail });
-    if (fail && this.when === "before") throw this.failure();
+    const struck = this.strikes(op, sql);
+    const stall = struck ? this.stall : 0;
+    const fail = struck && (stall === 0 || this.stallFails);
+    this.trace.push({
+      op,
+      sql,
+      params: params?.map(plain),
+      at: now - this.start,
+      failed: fail,
+      stalled: stall,
+    });
+    if (stall === 0) {
+      if (fail && this.when === "before") throw this.failure();
+      const result = await real();
+      if (fail) throw this.failure();
+      return result;
+    }
+    const stalled = this.stalled(real, stall, fail);
+    // Carried to its end even when the Worker stops waiting: D1 does not hear of it.
+    this.ctx?.waitUntil(stalled.catch(() => {}));
+    return stalled;
+  }
+
+  // A stalled call: hangs `stall` ms before or after the real statement, per `when`.
+  async stalled(real, stall, fail) {
+    if (this.when === "before") {
+      await sleep(stall);
+      if (fail) throw this.failure();
+      return real();
+    }
     const result = await real();
+    await sleep(stall);
     if (fail) throw this.failure();
     return result;
   }
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 // A bound value as JSON can hold it.

@@ -39,5 +39,12 @@ async fn bad_crate(db: &Db) -> Result<u64, DbError> {
 
 fn main() {
     let _ = FAST;
-    let _ = (flag_twice, policy_after_knob, constant_knob, too_large, unquoted_name, bad_crate);
+    let _ = (
+        flag_twice,
+        policy_after_knob,
+        constant_knob,
+        too_large,
+        unquoted_name,
+        bad_crate,
+    );
 }

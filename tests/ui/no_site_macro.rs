@@ -7,7 +7,9 @@ use db::{Db, DbError};
 /// A project's own statement macro: the execution it writes is not in the body.
 macro_rules! touch {
     ($db:expr) => {
-        $db.prepare("UPDATE users SET seen_at = unixepoch()").run().await
+        $db.prepare("UPDATE users SET seen_at = unixepoch()")
+            .run()
+            .await
     };
 }
 

@@ -12,18 +12,25 @@ async fn exec(db: &Db) -> Result<u64, DbError> {
 
 #[d1_retry(read_only)]
 async fn path_prepare(db: &Db) -> Result<u64, DbError> {
-    Db::prepare(db, "INSERT INTO audit (event) VALUES ('seen')").run().await
+    Db::prepare(db, "INSERT INTO audit (event) VALUES ('seen')")
+        .run()
+        .await
 }
 
 #[d1_retry(read_only)]
 async fn concatenated(db: &Db) -> Result<u64, DbError> {
-    db.prepare(concat!("UPDATE users ", "SET n = n + 1")).run().await
+    db.prepare(concat!("UPDATE users ", "SET n = n + 1"))
+        .run()
+        .await
 }
 
 #[d1_retry(read_only)]
 async fn in_batch(db: &Db) -> Result<Vec<u64>, DbError> {
-    db.batch(vec![db.prepare("SELECT 1"), db.prepare("DELETE FROM users")])
-        .await
+    db.batch(vec![
+        db.prepare("SELECT 1"),
+        db.prepare("DELETE FROM users"),
+    ])
+    .await
 }
 
 #[d1_retry(read_only)]
@@ -38,5 +45,11 @@ async fn helper(statement: db::Statement) -> Result<u64, DbError> {
 }
 
 fn main() {
-    let _ = (exec, path_prepare, concatenated, in_batch, in_helper_argument);
+    let _ = (
+        exec,
+        path_prepare,
+        concatenated,
+        in_batch,
+        in_helper_argument,
+    );
 }

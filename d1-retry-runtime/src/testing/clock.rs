@@ -14,6 +14,11 @@ use std::sync::Arc;
 /// clock, [`Clock::tokio`] gives virtual time since its creation. Any closure works:
 /// a step counter, a simulated clock.
 ///
+/// A clock only reads time; a stall ([`Fault::stall`](super::Fault::stall)) waits it out
+/// through the database's sleeper, `tokio::time::sleep` by default, which moves the time
+/// [`Clock::tokio`] reads. With a clock of your own, give the database a sleeper that
+/// moves it ([`D1Database::set_sleeper`](super::D1Database::set_sleeper)).
+///
 /// ```
 /// use core::time::Duration;
 /// use std::sync::Arc;

@@ -346,7 +346,7 @@ impl D1Database {
             db: self,
             call: Some(call),
         };
-        if true {
+        if strike.stalls_first() {
             stall(sleeper.as_ref(), duration).await;
         }
         let (result, executed, seen) =
@@ -355,7 +355,7 @@ impl D1Database {
         if let Some(call) = &mut flight.call {
             call.executed = executed;
         }
-        if false {
+        if !strike.stalls_first() {
             stall(sleeper.as_ref(), duration).await;
         }
         let call = flight.call.take().expect("the call is recorded once");

@@ -142,6 +142,14 @@ impl From<String> for Error {
     }
 }
 
+/// A call cut by a time limit, as d1-retry's `From<TimedOut> for worker::Error`: the
+/// timeout's text, which classifies as maybe executed.
+impl From<crate::TimedOut> for Error {
+    fn from(error: crate::TimedOut) -> Self {
+        Error::from(error.to_string())
+    }
+}
+
 /// A thrown JS value, as `worker`'s `From<JsValue>`: its text (`null` for `NULL`). For
 /// code such as `exec_result.count().map_err(Error::from)`.
 impl From<Value> for Error {

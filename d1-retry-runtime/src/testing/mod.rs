@@ -22,7 +22,12 @@
 //!   error, the case where retrying a write would run it twice). Rules pick calls by
 //!   [`Operation`] (every kind of call above), SQL text, count, seeded probability, or a
 //!   scripted timeline on a [`Clock`] you provide (tokio's paused clock works).
-//! - A journal records every call ([`D1Database::calls`]), and
+//! - D1 also hangs: [`Fault::stall`] makes a call hang, then go through, and
+//!   [`Fault::stalling`] makes a failure wait, before or after the statement runs. Stalls
+//!   wait on tokio's clock (virtual under a paused clock) or a sleeper you give
+//!   ([`D1Database::set_sleeper`]); a caller that gives up drops the call mid-stall.
+//! - A journal records every call ([`D1Database::calls`]), including how long it stalled
+//!   and whether its caller dropped it, and
 //!   [`D1Database::with_connection`] reads the database behind the kit's back, so a test
 //!   can check what really happened.
 //!
@@ -152,6 +157,53 @@
 //! let error = db.prepare("SELECT 1").all().await.unwrap_err();
 //! assert!(error.to_string().starts_with("D1_ERROR: internal error; reference = "));
 //! assert_eq!(db.stats().injected_before, 2);
+//! # }
+//! ```
+//!
+//! # A stalled D1
+//!
+//! The storage object hangs 60 s, then resets. A caller that gives up after 10 s drops the
+//! call: a stall before execution cancels the statement, a stall after it does not.
+//!
+//! ```
+//! use core::time::Duration;
+//! use d1_retry_runtime::testing::{D1Database, Fault, Message};
+//!
+//! # #[tokio::main(flavor = "current_thread", start_paused = true)]
+//! # async fn main() {
+//! let db = D1Database::open_in_memory().unwrap();
+//! db.exec("CREATE TABLE t (x)").await.unwrap();
+//! let secs = Duration::from_secs;
+//! let reset = || Fault::new(Message::StorageReset).stalling(secs(60)).times(1);
+//! let rows = || -> i64 {
+//!     db.with_connection(|c| c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)))
+//!         .unwrap()
+//! };
+//!
+//! // Waited out: the call fails after exactly 60 s of (virtual) time, nothing written.
+//! db.add_fault(reset());
+//! let start = tokio::time::Instant::now();
+//! assert!(db.prepare("INSERT INTO t VALUES (1)").run().await.is_err());
+//! assert_eq!((start.elapsed(), rows()), (secs(60), 0));
+//!
+//! // Given up during a stall before execution: the INSERT never runs.
+//! db.add_fault(reset());
+//! let insert = db.prepare("INSERT INTO t VALUES (2)");
+//! assert!(tokio::time::timeout(secs(10), insert.run()).await.is_err());
+//! assert_eq!(rows(), 0);
+//!
+//! // Given up during a stall after execution: the INSERT is committed, once.
+//! db.add_fault(reset().after_execution());
+//! let insert = db.prepare("INSERT INTO t VALUES (3)");
+//! assert!(tokio::time::timeout(secs(10), insert.run()).await.is_err());
+//! assert_eq!(rows(), 1);
+//!
+//! // The journal: each call stalled 60 s; the last two were dropped mid-stall.
+//! let calls = db.calls();
+//! let dropped: Vec<(bool, bool)> = calls[1..].iter().map(|c| (c.dropped, c.executed)).collect();
+//! assert_eq!(dropped, [(false, false), (true, false), (true, true)]);
+//! assert!(calls[1..].iter().all(|c| c.stalled == Some(secs(60))));
+//! assert_eq!((db.stats().stalled, db.stats().dropped), (3, 2));
 //! # }
 //! ```
 

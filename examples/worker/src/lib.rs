@@ -58,6 +58,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             let items: Vec<String> = req.json().await?;
             reply(shop(&ctx)?.place_items(id(&ctx, "id")?, &items).await)
         })
+        .get_async("/bounded/users/:id", |_, ctx| async move {
+            reply(shop(&ctx)?.find_user_bounded(id(&ctx, "id")?).await)
+        })
+        .post_async("/bounded/users/:id/orders", |mut req, ctx| async move {
+            let order: NewOrder = req.json().await?;
+            reply(shop(&ctx)?.place_order_bounded(id(&ctx, "id")?, &order).await)
+        })
         .get_async("/stats", |_, ctx| async move {
             reply(shop(&ctx)?.stats().await)
         })

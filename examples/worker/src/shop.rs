@@ -200,6 +200,39 @@ impl Shop {
         Ok(count.unwrap_or(0))
     }
 
+    /// A read with time limits, for a D1 that stalls: each attempt is cut after 1 s and
+    /// retried (a read may run twice), and the whole call, retries included, ends by 4 s
+    /// with a `TimedOut` error ("D1 call timed out: ... passed its deadline of 4000 ms")
+    /// however long D1 hangs. Tight limits, chosen so the end-to-end tests stay quick; a
+    /// healthy read takes milliseconds.
+    #[d1_retry(policy = POLICY, attempt_timeout_ms = 1000, deadline_ms = 4000)]
+    pub async fn find_user_bounded(&self, id: i64) -> Result<Option<User>> {
+        self.db
+            .prepare("SELECT id, email, name FROM users WHERE id = ?1")
+            .bind(&[number(id)])?
+            .first(None)
+            .await
+    }
+
+    /// A write with time limits: an attempt that passes 1 s is abandoned and the caller
+    /// gets the timeout error at once, never a retry, because the abandoned insert may
+    /// still run in D1 (dropping the call does not cancel the query). So a stalled write
+    /// returns a timeout error and is in the database at most once.
+    #[d1_retry(policy = POLICY, attempt_timeout_ms = 1000, deadline_ms = 4000)]
+    pub async fn place_order_bounded(&self, user_id: i64, order: &NewOrder) -> Result<i64> {
+        let result = self
+            .db
+            .prepare(INSERT_ORDER)
+            .bind(&[
+                number(user_id),
+                order.item.as_str().into(),
+                number(order.quantity),
+            ])?
+            .run()
+            .await?;
+        last_row_id(&result)
+    }
+
     /// A batch of reads: retried after any transient failure.
     #[d1_retry(policy = POLICY)]
     pub async fn stats(&self) -> Result<Stats> {

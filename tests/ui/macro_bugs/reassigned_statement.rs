@@ -72,9 +72,18 @@ async fn through_mut(db: &Db) -> Result<u32, Lost> {
 #[tokio::main(flavor = "current_thread", start_paused = true)]
 async fn main() {
     RUNS.store(0, Ordering::SeqCst);
-    assert!(replaced(&Db).await.is_err(), "mem::replace: the DELETE ran twice");
+    assert!(
+        replaced(&Db).await.is_err(),
+        "mem::replace: the DELETE ran twice"
+    );
     RUNS.store(0, Ordering::SeqCst);
-    assert!(destructured(&Db).await.is_err(), "destructuring: the DELETE ran twice");
+    assert!(
+        destructured(&Db).await.is_err(),
+        "destructuring: the DELETE ran twice"
+    );
     RUNS.store(0, Ordering::SeqCst);
-    assert!(through_mut(&Db).await.is_err(), "through &mut: the DELETE ran twice");
+    assert!(
+        through_mut(&Db).await.is_err(),
+        "through &mut: the DELETE ran twice"
+    );
 }
