@@ -43,14 +43,22 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let call = local("__d1_retry_call");
     let operation = operation_name(&function, &options, &private);
     let policy = policy(&options, &krate);
+    // Time limits need a clock and a timer: only a function whose policy may have them
+    // (time-limit options, or a `policy = PATH` the macro cannot read) pays for them.
+    let timed = options.attempt_timeout_ms().is_some()
+        || options.deadline_ms().is_some()
+        || options.policy().is_some();
+    let schedule = if timed {
+        quote!(TimedCall)
+    } else {
+        quote!(Call)
+    };
     let names = Names {
         private: private.clone(),
         call: call.clone(),
-        call_init: quote!(&#private::Call::new(#policy, #operation)),
+        call_init: quote!(&#private::#schedule::new(#policy, #operation)),
         attempt: local("__d1_retry_attempt"),
-        timed: options.attempt_timeout_ms().is_some()
-            || options.deadline_ms().is_some()
-            || options.policy().is_some(),
+        timed,
     };
     let params = parameters(&function.sig);
     let time_limit_check = time_limit_check(&options, &private, &function);
@@ -62,7 +70,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     valid::check(&found, mode, &function.sig.ident)?;
     let doc = doc::paragraph(&found, mode, &retries(&options));
     let policy_check = policy_check(&options, &krate, &function.sig);
-    let timed = options.attempt_timeout_ms().is_some() || options.deadline_ms().is_some();
+    let timed_options = options.attempt_timeout_ms().is_some() || options.deadline_ms().is_some();
 
     let body = match mode {
         Mode::PerCall => {
@@ -87,7 +95,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 names: &names,
                 policy: &policy,
                 policy_check: &quote!(#policy_check #time_limit_check),
-                timed,
+                timed: timed_options,
                 operation: &operation,
                 read_only,
                 attempt_body: &attempt_body,

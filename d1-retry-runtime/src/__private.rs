@@ -3,7 +3,7 @@
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
-pub use crate::call::{Call, execute};
+pub use crate::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::decide::Access;
 pub use crate::driver::Driver;
 pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};

@@ -33,6 +33,13 @@ pub struct Call<'a, S = crate::DefaultSleeper> {
     operation: OperationName<'a>,
     retries: AtomicU32,
     sleeper: S,
+}
+
+/// A [`Call`] whose policy may have time limits: it starts the deadline's stopwatch with
+/// the call. Kept apart so that a call without limits holds neither clock nor timer.
+#[derive(Debug)]
+pub struct TimedCall<'a, S = crate::DefaultSleeper> {
+    call: Call<'a, S>,
     /// Started with the call when the policy has a deadline.
     started: Option<Stopwatch>,
 }
@@ -46,20 +53,51 @@ impl<'a> Call<'a> {
     }
 }
 
+#[cfg(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32")))]
+impl<'a> TimedCall<'a> {
+    /// A call within its policy's time limits, waiting through the
+    /// [`DefaultSleeper`](crate::DefaultSleeper).
+    pub fn new(policy: RetryPolicy, operation: OperationName<'a>) -> Self {
+        TimedCall::with_sleeper(policy, operation, crate::DefaultSleeper::default())
+    }
+}
+
+impl<'a, S: Sleeper> TimedCall<'a, S> {
+    /// A call within its policy's time limits, waiting through `sleeper`.
+    pub fn with_sleeper(policy: RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
+        let call = Call::with_sleeper(policy, operation, sleeper);
+        TimedCall {
+            started: call.start_deadline(),
+            call,
+        }
+    }
+
+    /// The untimed schedule it extends.
+    pub fn call(&self) -> &Call<'a, S> {
+        &self.call
+    }
+}
+
 impl<'a, S: Sleeper> Call<'a, S> {
     /// A call that waits through `sleeper`.
-    pub fn with_sleeper(policy: RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
-        // Only a deadline needs the clock: a call without one reads none.
-        let started = match policy.deadline() {
-            Some(_) => sleeper.stopwatch(),
-            None => None,
-        };
+    pub const fn with_sleeper(
+        policy: RetryPolicy,
+        operation: OperationName<'a>,
+        sleeper: S,
+    ) -> Self {
         Call {
             policy,
             operation,
             retries: AtomicU32::new(0),
             sleeper,
-            started,
+        }
+    }
+
+    /// The stopwatch of the call's deadline: only a deadline needs a clock.
+    pub(crate) fn start_deadline(&self) -> Option<Stopwatch> {
+        match self.policy.deadline() {
+            Some(_) => self.sleeper.stopwatch(),
+            None => None,
         }
     }
 
@@ -77,14 +115,14 @@ impl<'a, S: Sleeper> Call<'a, S> {
     }
 
     /// What is left of the call's deadline, if it has one and a clock to measure it.
-    fn remaining(&self) -> Option<Duration> {
+    pub(crate) fn remaining(&self, started: Option<Stopwatch>) -> Option<Duration> {
         let deadline = self.policy.deadline()?;
-        let started = self.started?;
+        let started = started?;
         Some(deadline.saturating_sub(started.elapsed()))
     }
 
     /// The timer the next attempt races against, and which limit it stands for.
-    pub(crate) fn attempt_limit(&self) -> Option<Limit> {
+    pub(crate) fn attempt_limit(&self, started: Option<Stopwatch>) -> Option<Limit> {
         let timeout = self.policy.attempt_timeout().map(|t| Limit {
             timer: t,
             limit: TimeLimit::Attempt,
@@ -92,7 +130,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         });
         let deadline = self.policy.deadline().map(|deadline| Limit {
             // No clock: the deadline still bounds each attempt.
-            timer: self.remaining().unwrap_or(deadline),
+            timer: self.remaining(started).unwrap_or(deadline),
             limit: TimeLimit::Deadline,
             reported: deadline,
         });
@@ -110,7 +148,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         access: Access,
         attempt: u32,
     ) -> Option<Duration> {
-        self.decide_after(failure, access, attempt, None, None)
+        self.decide_after(failure, access, attempt, None, None, None)
     }
 
     pub(crate) fn decide_after(
@@ -119,6 +157,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         access: Access,
         attempt: u32,
         cut: Option<TimeLimit>,
+        started: Option<Stopwatch>,
         seed: Option<u64>,
     ) -> Option<Duration> {
         if let Err(invalid) = self.policy.validate() {
@@ -137,7 +176,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
             budget_exhausted,
             failure,
         };
-        let remaining = self.remaining();
+        let remaining = self.remaining(started);
         let mut retries_made = self.retries();
         loop {
             let retry = retries_made.saturating_add(1);
@@ -273,7 +312,7 @@ where
 /// timeout or what is left of the deadline, and a cut attempt fails as maybe executed;
 /// `timed_out` hands the caller the [`TimedOut`] as the call's error type.
 pub async fn execute_timed<S, A, F, Fut, T, E, C>(
-    call: &Call<'_, S>,
+    timed: &TimedCall<'_, S>,
     access: Access,
     args: A,
     mut attempt: F,
@@ -287,9 +326,10 @@ where
     Fut: Future<Output = Result<T, E>>,
     C: for<'e> FnMut(&'e E) -> Failure<'e>,
 {
+    let call = &timed.call;
     let mut attempts = 1;
     loop {
-        let result = match call.attempt_limit() {
+        let result = match call.attempt_limit(timed.started) {
             None => Ok(attempt(args.clone()).await),
             Some(limit) => race(attempt(args.clone()), &call.sleeper, limit, call.operation).await,
         };
@@ -304,7 +344,8 @@ where
             },
             Err(cut) => {
                 let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
-                match call.decide_after(&failure, access, attempts, Some(cut.limit()), None) {
+                let limit = Some(cut.limit());
+                match call.decide_after(&failure, access, attempts, limit, timed.started, None) {
                     Some(delay) => delay,
                     None => return Err(timed_out(cut)),
                 }

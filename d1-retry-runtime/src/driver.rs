@@ -10,7 +10,7 @@ use crate::decide::Access;
 use crate::failure::Failure;
 use crate::operation::OperationName;
 use crate::timeout::{TimeLimit, TimedOut};
-use crate::{RetryPolicy, Sleeper};
+use crate::{RetryPolicy, Sleeper, Stopwatch};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
 ///
@@ -18,6 +18,8 @@ use crate::{RetryPolicy, Sleeper};
 /// succeeds at once costs a few stores.
 pub struct Driver<'a, S> {
     call: Call<'a, S>,
+    /// The deadline's stopwatch, started with the driver when the policy has a deadline.
+    started: Option<Stopwatch>,
     attempt: u32,
     seed: Option<u64>,
     /// The time limit that cut the last attempt, if one did.
@@ -27,8 +29,10 @@ pub struct Driver<'a, S> {
 impl<'a, S: Sleeper> Driver<'a, S> {
     /// A driver about to make its first attempt.
     pub fn new(policy: RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
+        let call = Call::with_sleeper(policy, operation, sleeper);
         Driver {
-            call: Call::with_sleeper(policy, operation, sleeper),
+            started: call.start_deadline(),
+            call,
             attempt: 1,
             seed: None,
             cut: None,
@@ -46,7 +50,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     /// future is then dropped, which does not cancel a query in D1).
     pub async fn attempt<F: Future>(&mut self, attempt: F) -> Result<F::Output, TimedOut> {
         self.cut = None;
-        let Some(limit) = self.call.attempt_limit() else {
+        let Some(limit) = self.call.attempt_limit(self.started) else {
             return Ok(attempt.await);
         };
         let result = race(attempt, self.call.sleeper(), limit, self.call.operation()).await;
@@ -59,9 +63,14 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     /// Called after the current attempt failed: `Some(delay)` to wait and try again,
     /// `None` to give up and hand the caller its error.
     pub fn next_delay(&mut self, failure: &Failure<'_>, access: Access) -> Option<Duration> {
-        let delay = self
-            .call
-            .decide_after(failure, access, self.attempt, self.cut.take(), self.seed)?;
+        let delay = self.call.decide_after(
+            failure,
+            access,
+            self.attempt,
+            self.cut.take(),
+            self.started,
+            self.seed,
+        )?;
         self.attempt += 1;
         Some(delay)
     }

@@ -58,8 +58,33 @@ pub struct RetryPolicy {
     jitter_min_percent: u32,
     jitter_max_percent: u32,
     budget: Option<RetryBudget>,
-    attempt_timeout: Option<Duration>,
-    deadline: Option<Duration>,
+    /// In whole milliseconds, [`NO_LIMIT`] for none: two `u32`s keep the policy, which every
+    /// call holds, as small as it was before time limits.
+    attempt_timeout_ms: u32,
+    deadline_ms: u32,
+}
+
+/// The time-limit fields' "none".
+const NO_LIMIT: u32 = u32::MAX;
+
+/// `duration` in whole milliseconds, rounded up so that a limit above zero stays above
+/// zero, and saturating below [`NO_LIMIT`] (about 49 days).
+const fn limit_ms(duration: Duration) -> u32 {
+    let nanos = duration.as_nanos();
+    let ms = nanos.div_ceil(1_000_000);
+    if ms >= NO_LIMIT as u128 {
+        NO_LIMIT - 1
+    } else {
+        ms as u32
+    }
+}
+
+const fn limit(ms: u32) -> Option<Duration> {
+    if ms == NO_LIMIT {
+        None
+    } else {
+        Some(Duration::from_millis(ms as u64))
+    }
 }
 
 /// Why a [`RetryPolicy`] was refused by [`RetryPolicy::validate`].
@@ -133,8 +158,8 @@ impl RetryPolicy {
         jitter_min_percent: 80,
         jitter_max_percent: 120,
         budget: Some(RetryBudget::DEFAULT),
-        attempt_timeout: None,
-        deadline: None,
+        attempt_timeout_ms: NO_LIMIT,
+        deadline_ms: NO_LIMIT,
     };
 
     /// The same policy with at most `attempts` attempts in all (the first try included).
@@ -190,7 +215,7 @@ impl RetryPolicy {
     /// dropping the future does not cancel the query in D1.
     #[must_use]
     pub const fn with_attempt_timeout(mut self, timeout: Duration) -> Self {
-        self.attempt_timeout = Some(timeout);
+        self.attempt_timeout_ms = limit_ms(timeout);
         self
     }
 
@@ -200,26 +225,28 @@ impl RetryPolicy {
     /// error, not after D1 answers.
     #[must_use]
     pub const fn with_deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = Some(deadline);
+        self.deadline_ms = limit_ms(deadline);
         self
     }
 
-    /// The time each D1 call may take before it is abandoned, if any.
+    /// The time each D1 call may take before it is abandoned, if any, in whole
+    /// milliseconds (rounded up).
     #[must_use]
     pub const fn attempt_timeout(&self) -> Option<Duration> {
-        self.attempt_timeout
+        limit(self.attempt_timeout_ms)
     }
 
-    /// The time a whole call may take, retries included, if any.
+    /// The time a whole call may take, retries included, if any, in whole milliseconds
+    /// (rounded up).
     #[must_use]
     pub const fn deadline(&self) -> Option<Duration> {
-        self.deadline
+        limit(self.deadline_ms)
     }
 
     /// Whether the policy bounds time at all.
     #[must_use]
     pub const fn has_time_limits(&self) -> bool {
-        self.attempt_timeout.is_some() || self.deadline.is_some()
+        self.attempt_timeout_ms != NO_LIMIT || self.deadline_ms != NO_LIMIT
     }
 
     /// The retry budget that throttles this policy's retries, if any.
@@ -271,14 +298,10 @@ impl RetryPolicy {
         if self.jitter_min_percent == 0 || self.jitter_min_percent > self.jitter_max_percent {
             return Err(PolicyError::InvalidJitter);
         }
-        if let Some(timeout) = self.attempt_timeout
-            && timeout.is_zero()
-        {
+        if self.attempt_timeout_ms == 0 {
             return Err(PolicyError::ZeroAttemptTimeout);
         }
-        if let Some(deadline) = self.deadline
-            && deadline.is_zero()
-        {
+        if self.deadline_ms == 0 {
             return Err(PolicyError::ZeroDeadline);
         }
         if let Some(budget) = &self.budget {
@@ -502,37 +525,6 @@ mod tests {
     }
 
     #[test]
-    fn time_limits_are_off_by_default_and_must_be_above_zero() {
-        let p = RetryPolicy::DEFAULT;
-        assert_eq!((p.attempt_timeout(), p.deadline()), (None, None));
-        assert!(!p.has_time_limits());
-        let limited = p.with_attempt_timeout(ms(2000)).with_deadline(ms(10_000));
-        assert_eq!(limited.attempt_timeout(), Some(ms(2000)));
-        assert_eq!(limited.deadline(), Some(ms(10_000)));
-        assert!(limited.has_time_limits());
-        assert!(p.with_deadline(ms(1)).has_time_limits());
-        assert_eq!(limited.validate(), Ok(()));
-        assert_eq!(
-            p.with_attempt_timeout(Duration::ZERO).validate(),
-            Err(PolicyError::ZeroAttemptTimeout)
-        );
-        assert_eq!(
-            p.with_deadline(Duration::ZERO).validate(),
-            Err(PolicyError::ZeroDeadline)
-        );
-        assert!(
-            PolicyError::ZeroDeadline
-                .to_string()
-                .contains("deadline is 0")
-        );
-        assert!(
-            PolicyError::ZeroAttemptTimeout
-                .to_string()
-                .contains("attempt timeout is 0")
-        );
-    }
-
-    #[test]
     fn budget_is_on_by_default_and_can_be_changed_or_removed() {
         static TOKENS: crate::RetryTokens = crate::RetryTokens::new();
         let p = RetryPolicy::DEFAULT;
@@ -561,5 +553,44 @@ mod tests {
         assert_eq!(p.base_delay(), ms(10));
         assert_eq!(p.max_delay(), ms(20));
         assert_eq!(p.jitter_percent(), (90, 110));
+    }
+
+    #[test]
+    fn time_limits_are_off_by_default_and_must_be_above_zero() {
+        let p = RetryPolicy::DEFAULT;
+        assert_eq!((p.attempt_timeout(), p.deadline()), (None, None));
+        assert!(!p.has_time_limits());
+        let limited = p.with_attempt_timeout(ms(2000)).with_deadline(ms(10_000));
+        assert_eq!(limited.attempt_timeout(), Some(ms(2000)));
+        assert_eq!(limited.deadline(), Some(ms(10_000)));
+        assert!(limited.has_time_limits());
+        assert!(p.with_deadline(ms(1)).has_time_limits());
+        assert!(p.with_attempt_timeout(ms(1)).has_time_limits());
+        assert_eq!(limited.validate(), Ok(()));
+        assert_eq!(
+            p.with_attempt_timeout(Duration::ZERO).validate(),
+            Err(PolicyError::ZeroAttemptTimeout)
+        );
+        assert_eq!(
+            p.with_deadline(Duration::ZERO).validate(),
+            Err(PolicyError::ZeroDeadline)
+        );
+        assert!(
+            PolicyError::ZeroDeadline
+                .to_string()
+                .contains("deadline is 0")
+        );
+        assert!(
+            PolicyError::ZeroAttemptTimeout
+                .to_string()
+                .contains("attempt timeout is 0")
+        );
+        // Whole milliseconds, rounded up; huge limits saturate instead of meaning "none".
+        let sub_ms = p.with_attempt_timeout(Duration::from_micros(1));
+        assert_eq!(sub_ms.attempt_timeout(), Some(ms(1)));
+        assert_eq!(sub_ms.validate(), Ok(()));
+        let huge = p.with_deadline(Duration::MAX);
+        assert_eq!(huge.deadline(), Some(ms(u64::from(u32::MAX - 1))));
+        assert!(huge.has_time_limits());
     }
 }

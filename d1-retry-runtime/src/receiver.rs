@@ -14,7 +14,7 @@ use core::sync::atomic::{AtomicU8, Ordering};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use crate::call::{Call, execute, execute_timed};
+use crate::call::{Call, TimedCall, execute, execute_timed};
 use crate::decide::Access;
 use crate::failure::Failure;
 use crate::timeout::TimedOut;
@@ -107,8 +107,8 @@ pub struct Plain;
 /// The attempt of a retrying execution, waiting for the classifier of its error type
 /// (a second step, so the error type is known when the classifier is type-checked).
 #[must_use]
-pub struct Pending<'c, S, A, F> {
-    call: &'c Call<'c, S>,
+pub struct Pending<'c, K, A, F> {
+    call: &'c K,
     access: Access,
     args: A,
     attempt: F,
@@ -117,13 +117,13 @@ pub struct Pending<'c, S, A, F> {
 impl Retrying {
     /// Makes `attempt(args)`, retried as `access` allows.
     #[inline(always)]
-    pub fn execute<'c, S, A, F, Fut>(
+    pub fn execute<'c, K, A, F, Fut>(
         self,
-        call: &'c Call<'c, S>,
+        call: &'c K,
         args: A,
         access: Access,
         attempt: F,
-    ) -> Pending<'c, S, A, F>
+    ) -> Pending<'c, K, A, F>
     where
         // Stated here, so the closure's parameter takes the arguments' types and each
         // argument still coerces where the method is called (`&String` to `&str`).
@@ -139,12 +139,12 @@ impl Retrying {
 
     /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone.
     #[inline(always)]
-    pub fn awaited<'c, S, R>(
+    pub fn awaited<'c, K, R>(
         self,
-        call: &'c Call<'c, S>,
+        call: &'c K,
         access: Access,
         statement: R,
-    ) -> Pending<'c, S, (), impl FnMut(()) -> R::IntoFuture>
+    ) -> Pending<'c, K, (), impl FnMut(()) -> R::IntoFuture>
     where
         R: IntoFuture + Clone,
     {
@@ -157,7 +157,7 @@ impl Retrying {
     }
 }
 
-impl<'c, S, A, F> Pending<'c, S, A, F> {
+impl<'c, S, A, F> Pending<'c, Call<'c, S>, A, F> {
     /// The future of the execution; `classify` reads the call's error (a closure, so that
     /// it is type-checked once the error type is known, as autoref dispatch needs).
     pub fn classify_with<Fut, T, E, C>(self, classify: C) -> impl Future<Output = Result<T, E>>
@@ -170,8 +170,10 @@ impl<'c, S, A, F> Pending<'c, S, A, F> {
     {
         execute(self.call, self.access, self.args, self.attempt, classify)
     }
+}
 
-    /// Like [`classify_with`](Self::classify_with), within the policy's time limits when
+impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
+    /// Like `classify_with` of an untimed call, within the policy's time limits when
     /// `timeouts` finds a conversion of a [`TimedOut`] into the call's error type (the
     /// limits cannot apply without one).
     pub fn classify_timed<Fut, T, E, C>(
@@ -190,10 +192,26 @@ impl<'c, S, A, F> Pending<'c, S, A, F> {
         async move {
             match timed_out {
                 Some(timed_out) => {
-                    execute_timed(self.call, self.access, self.args, self.attempt, classify, timed_out)
-                        .await
+                    execute_timed(
+                        self.call,
+                        self.access,
+                        self.args,
+                        self.attempt,
+                        classify,
+                        timed_out,
+                    )
+                    .await
                 }
-                None => execute(self.call, self.access, self.args, self.attempt, classify).await,
+                None => {
+                    execute(
+                        self.call.call(),
+                        self.access,
+                        self.args,
+                        self.attempt,
+                        classify,
+                    )
+                    .await
+                }
             }
         }
     }
@@ -206,9 +224,9 @@ pub struct Unretried<R>(R);
 impl Plain {
     /// Makes `attempt(args)` once.
     #[inline(always)]
-    pub fn execute<S, A, R>(
+    pub fn execute<K, A, R>(
         self,
-        _call: &Call<'_, S>,
+        _call: &K,
         args: A,
         _access: Access,
         attempt: impl FnOnce(A) -> R,
@@ -218,9 +236,9 @@ impl Plain {
 
     /// Turns `value` into its future, as `.await` does.
     #[inline(always)]
-    pub fn awaited<S, R: IntoFuture>(
+    pub fn awaited<K, R: IntoFuture>(
         self,
-        _call: &Call<'_, S>,
+        _call: &K,
         _access: Access,
         value: R,
     ) -> Unretried<R::IntoFuture> {

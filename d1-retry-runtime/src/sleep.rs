@@ -47,68 +47,51 @@ pub struct Stopwatch {
     started: Started,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Started {
-    #[cfg(feature = "tokio")]
-    Tokio(tokio::time::Instant),
-    #[cfg(all(feature = "worker", target_arch = "wasm32"))]
-    Js(f64),
-    /// A stopwatch whose time is given by the caller, for sleepers of your own.
-    Given(fn() -> Duration, Duration),
-}
+// One clock per build, so a stopwatch is as small as that clock's instant.
+#[cfg(all(feature = "worker", target_arch = "wasm32"))]
+type Started = f64;
+#[cfg(all(
+    feature = "tokio",
+    not(all(feature = "worker", target_arch = "wasm32"))
+))]
+type Started = tokio::time::Instant;
+#[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]
+type Started = core::convert::Infallible;
 
 impl Stopwatch {
-    /// Starts now on tokio's clock.
-    #[cfg(feature = "tokio")]
+    /// Starts now on the clock of the [`DefaultSleeper`]: tokio's natively, `Date.now()` in
+    /// a Worker. `None` when neither the `tokio` nor the `worker` feature gives one.
     #[must_use]
-    pub fn tokio() -> Self {
-        Stopwatch {
-            started: Started::Tokio(tokio::time::Instant::now()),
-        }
-    }
-
-    /// Starts now on the Worker's clock (`Date.now()`).
-    #[cfg(all(feature = "worker", target_arch = "wasm32"))]
-    #[must_use]
-    pub fn js() -> Self {
-        Stopwatch {
-            started: Started::Js(worker::js_sys::Date::now()),
-        }
-    }
-
-    /// Starts now on a clock of your own: `now` returns the time since any fixed origin.
-    #[must_use]
-    pub fn from_clock(now: fn() -> Duration) -> Self {
-        Stopwatch {
-            started: Started::Given(now, now()),
-        }
+    pub fn start() -> Option<Self> {
+        #[cfg(all(feature = "worker", target_arch = "wasm32"))]
+        return Some(Stopwatch {
+            started: worker::js_sys::Date::now(),
+        });
+        #[cfg(all(
+            feature = "tokio",
+            not(all(feature = "worker", target_arch = "wasm32"))
+        ))]
+        return Some(Stopwatch {
+            started: tokio::time::Instant::now(),
+        });
+        #[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]
+        return None;
     }
 
     /// The time since the stopwatch started.
     #[must_use]
     pub fn elapsed(&self) -> Duration {
-        match self.started {
-            #[cfg(feature = "tokio")]
-            Started::Tokio(started) => started.elapsed(),
-            #[cfg(all(feature = "worker", target_arch = "wasm32"))]
-            Started::Js(started) => {
-                let ms = (worker::js_sys::Date::now() - started).max(0.0);
-                Duration::from_secs_f64(ms / 1000.0)
-            }
-            Started::Given(now, started) => now().saturating_sub(started),
-        }
-    }
-}
-
-impl<F, Fut> Sleeper for F
-where
-    F: Fn(Duration) -> Fut,
-    Fut: Future<Output = ()>,
-{
-    type Sleep = Fut;
-
-    fn sleep(&self, duration: Duration) -> Fut {
-        self(duration)
+        #[cfg(all(feature = "worker", target_arch = "wasm32"))]
+        return Duration::from_secs_f64(
+            (worker::js_sys::Date::now() - self.started).max(0.0) / 1000.0,
+        );
+        #[cfg(all(
+            feature = "tokio",
+            not(all(feature = "worker", target_arch = "wasm32"))
+        ))]
+        return self.started.elapsed();
+        #[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]
+        match self.started {}
     }
 }
 
@@ -128,7 +111,7 @@ impl Sleeper for TokioSleeper {
     }
 
     fn stopwatch(&self) -> Option<Stopwatch> {
-        Some(Stopwatch::tokio())
+        Stopwatch::start()
     }
 }
 

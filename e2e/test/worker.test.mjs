@@ -206,15 +206,18 @@ async function call(method, path, body) {
   const requestId = String(++requests);
   headers["x-e2e-request"] = requestId;
   const logFrom = logSize();
+  const sent = performance.now();
   const response = await fetch(BASE + path, {
     method,
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const json = await response.json();
+  // The response time on the test's clock: from sending to the whole answer.
+  const ms = performance.now() - sent;
   const trace = JSON.parse(response.headers.get("x-d1-trace") ?? "[]");
   const logs = await logLinesOf(logFrom, requestId);
-  return { status: response.status, json, trace, logs };
+  return { status: response.status, json, trace, logs, ms, sent };
 }
 
 async function control(path, body) {
@@ -818,5 +821,221 @@ describe("several D1 calls in one function, each retried on its own (place_items
     const rows = await rowsOf(ITEMS);
     assert.deepEqual(rows, [0, 0, 0]);
     record({ ...overloaded, when: "before" }, "several calls, every insert always (place_items)", r, rowsText(ITEMS, rows));
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Stalls (issue 12): D1 hangs for 30-80 s before its storage object resets. The bounded
+// methods (`Shop::find_user_bounded`, `Shop::place_order_bounded`) carry
+// `attempt_timeout_ms = 1000, deadline_ms = 4000`; worker/inject.mjs makes the real binding
+// hang (`stall_ms`). A cut attempt is a maybe-executed failure: a read is retried, a write
+// handed back. The JavaScript promise is not cancelled when Rust drops its future, so a
+// stalled call runs on to its end, as a D1 call would.
+
+const ATTEMPT_TIMEOUT_MS = 1000;
+const DEADLINE_MS = 4000;
+const FIND_USER = "FROM users WHERE id = ?1";
+const TIMED_OUT_READ = `D1 call timed out: Shop::find_user_bounded passed its attempt timeout of ${ATTEMPT_TIMEOUT_MS} ms`;
+const DEADLINE_READ = `D1 call timed out: Shop::find_user_bounded passed its deadline of ${DEADLINE_MS} ms`;
+const TIMED_OUT_WRITE = `D1 call timed out: Shop::place_order_bounded passed its attempt timeout of ${ATTEMPT_TIMEOUT_MS} ms`;
+
+async function bounded(send, plan) {
+  await resetDatabase();
+  injection = plan;
+  try {
+    return await send();
+  } finally {
+    injection = undefined;
+  }
+}
+
+const boundedRead = () => call("GET", "/bounded/users/1");
+const boundedWrite = () => call("POST", "/bounded/users/1/orders", TEA);
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Reads `text`'s count every 100 ms until `until` (the test's clock), asserting it never
+ * exceeds `atMost`; returns every count seen.
+ */
+async function watchRows(text, until, atMost) {
+  const seen = [];
+  for (;;) {
+    const [{ n }] = await sql(text);
+    seen.push(n);
+    assert.ok(n <= atMost, `${n} rows, at most ${atMost} allowed; seen ${seen}`);
+    if (performance.now() >= until) return seen;
+    await sleep(100);
+  }
+}
+
+/** The one "retrying" line of a read cut by its attempt timeout. */
+function assertCutAndRetried(line, r) {
+  assert.equal(line.message, "D1 transient failure, retrying", JSON.stringify(line));
+  assert.equal(line.level, "WARN");
+  assert.equal(line["d1.operation"], "Shop::find_user_bounded");
+  assert.equal(line["d1.read_only"], true);
+  assert.equal(line["d1.attempt"], 1);
+  assert.equal(line["d1.failure_class"], "maybe_executed");
+  assert.equal(line["d1.failure"], TIMED_OUT_READ);
+  const [min, max] = delayBounds(1);
+  assert.ok(line["d1.delay_ms"] >= min && line["d1.delay_ms"] <= max, `${line["d1.delay_ms"]} ms`);
+  const gap = r.trace[1].at - r.trace[0].at;
+  assert.ok(gap >= ATTEMPT_TIMEOUT_MS, `the retry came ${gap} ms after the stalled call`);
+}
+
+/** The one "not retried" line of a write cut by its attempt timeout. */
+function assertWriteHandedBack(lines) {
+  assert.equal(lines.length, 1, JSON.stringify(lines));
+  const [line] = lines;
+  assert.equal(line.message, "D1 failure, not retried");
+  assert.equal(line["d1.operation"], "Shop::place_order_bounded");
+  assert.equal(line["d1.read_only"], false);
+  assert.equal(line["d1.attempt"], 1);
+  assert.equal(line["d1.failure_class"], "maybe_executed");
+  assert.equal(line["d1.withheld"], "maybe_executed_write");
+  assert.equal(line["d1.failure"], TIMED_OUT_WRITE);
+}
+
+const stallTimes = [];
+
+describe("stalls: time limits against the real D1 (attempt timeout 1 s, deadline 4 s)", () => {
+  after(() => {
+    if (stallTimes.length) console.log(`stall response times: ${stallTimes.join("; ")}`);
+  });
+
+  test("without a stall the bounded read and write answer at once", async () => {
+    let r = await bounded(boundedRead, undefined);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.deepEqual(r.json.value, USER_1);
+    assert.equal(r.trace.length, 1);
+    assert.deepEqual(d1Lines(r.logs), []);
+    r = await call("POST", "/bounded/users/1/orders", TEA);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    assert.deepEqual(await sql(teaRows), [{ n: 1 }]);
+  });
+
+  test("a stall shorter than the attempt timeout is waited out", async () => {
+    const r = await bounded(boundedRead, { ops: ["first"], sql: FIND_USER, calls: [1], stall_ms: 300 });
+    const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace });
+    assert.equal(r.status, 200, detail);
+    assert.deepEqual(r.json.value, USER_1);
+    assert.equal(r.trace.length, 1, detail);
+    assert.equal(r.trace[0].stalled, 300);
+    assert.ok(r.ms >= 300 && r.ms < ATTEMPT_TIMEOUT_MS, `${r.ms} ms`);
+    assert.deepEqual(d1Lines(r.logs), []);
+    stallTimes.push(`read, 300 ms stall: ${Math.round(r.ms)} ms`);
+  });
+
+  // (a) The first attempt of a read hangs; it is cut at 1 s and the retry answers.
+  const readStalls = [
+    { name: "stalled 30 s, then would answer", plan: { stall_ms: 30_000 } },
+    { name: "stalled 3 s, then would fail", plan: { stall_ms: 3000, message: "Internal error in D1 DB storage caused object to be reset." } },
+    { name: "ran, then its answer stalled 30 s", plan: { stall_ms: 30_000, when: "after" } },
+  ];
+  for (const { name, plan } of readStalls) {
+    test(`read, first attempt ${name} | cut at the attempt timeout, retried, right answer`, async () => {
+      const r = await bounded(boundedRead, { ops: ["first"], sql: FIND_USER, calls: [1], when: "before", ...plan });
+      const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace, ms: r.ms });
+      assert.equal(r.status, 200, detail);
+      assert.deepEqual(r.json.value, USER_1);
+      assert.equal(r.trace.length, 2, detail);
+      assert.deepEqual(r.trace.map((c) => c.stalled), [plan.stall_ms, 0], detail);
+      // At least the attempt timeout, well within the deadline, far from the stall.
+      assert.ok(r.ms >= ATTEMPT_TIMEOUT_MS, `${r.ms} ms`);
+      assert.ok(r.ms < ATTEMPT_TIMEOUT_MS + 1000 && r.ms < DEADLINE_MS, `${r.ms} ms`);
+      const lines = d1Lines(r.logs);
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      assertCutAndRetried(lines[0], r);
+      stallTimes.push(`read, ${name}: ${Math.round(r.ms)} ms`);
+      record({ message: `(stall ${plan.stall_ms} ms${plan.message ? `, then ${plan.message}` : ""})`, shape: "stall", when: plan.when ?? "before" },
+        "bounded read (find_user_bounded)", r, "-");
+    });
+  }
+
+  // (b) A write hangs before D1 runs it: the caller gets the timeout at 1 s, not a retry.
+  // The wrapper, like D1, does not hear that Rust gave up, so the insert runs when the
+  // stall ends, after the caller has its error: the row is there at most once (here, once,
+  // late).
+  test("write stalled 3 s before it ran | timeout error, not retried, lands late at most once", async () => {
+    const STALL = 3000;
+    const r = await bounded(boundedWrite, { ops: ["run"], sql: INSERT, calls: [1], when: "before", stall_ms: STALL });
+    const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace, ms: r.ms });
+    assert.equal(r.status, 500, detail);
+    assert.equal(r.json.class, "maybe_executed", detail);
+    assert.equal(r.json.error, TIMED_OUT_WRITE, detail);
+    assert.equal(r.trace.length, 1, detail);
+    assert.ok(r.ms >= ATTEMPT_TIMEOUT_MS && r.ms < ATTEMPT_TIMEOUT_MS + 1000, `${r.ms} ms`);
+    assertWriteHandedBack(d1Lines(r.logs));
+    // When the caller has its error, the stalled insert has not run yet...
+    assert.deepEqual(await sql(teaRows), [{ n: 0 }], "no row while the insert still hangs");
+    // ...and past the stall it runs, once: never twice.
+    const seen = await watchRows(teaRows, r.sent + STALL + 1500, 1);
+    assert.equal(seen.at(-1), 1, `the stalled insert landed after the stall; seen ${seen}`);
+    stallTimes.push(`write stalled before it ran: ${Math.round(r.ms)} ms`);
+    record({ message: `(stall ${STALL} ms, then runs)`, shape: "stall", when: "before" }, "bounded write (place_order_bounded)", r, "1 row, landed after the timeout");
+  });
+
+  test("write stalled 3 s before failing | timeout error, not retried, never lands", async () => {
+    const STALL = 3000;
+    const message = "Internal error in D1 DB storage caused object to be reset.";
+    const r = await bounded(boundedWrite, { ops: ["run"], sql: INSERT, calls: [1], when: "before", stall_ms: STALL, message });
+    const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace, ms: r.ms });
+    assert.equal(r.status, 500, detail);
+    assert.equal(r.json.class, "maybe_executed", detail);
+    assert.equal(r.json.error, TIMED_OUT_WRITE, detail);
+    assert.equal(r.trace.length, 1, detail);
+    assert.ok(r.ms >= ATTEMPT_TIMEOUT_MS && r.ms < ATTEMPT_TIMEOUT_MS + 1000, `${r.ms} ms`);
+    assertWriteHandedBack(d1Lines(r.logs));
+    const seen = await watchRows(teaRows, r.sent + STALL + 1000, 0);
+    stallTimes.push(`write stalled before failing: ${Math.round(r.ms)} ms`);
+    record({ message: `(stall ${STALL} ms, then ${message})`, shape: "stall", when: "before" }, "bounded write (place_order_bounded)", r, `0 rows (${seen.length} reads)`);
+  });
+
+  // (c) The insert ran, then the answer hung: the row is there once, and no retry adds one.
+  test("write ran, then stalled 30 s | timeout error, not retried, row exactly once", async () => {
+    const STALL = 30_000;
+    const r = await bounded(boundedWrite, { ops: ["run"], sql: INSERT, calls: [1], when: "after", stall_ms: STALL });
+    const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace, ms: r.ms });
+    assert.equal(r.status, 500, detail);
+    assert.equal(r.json.class, "maybe_executed", detail);
+    assert.equal(r.json.error, TIMED_OUT_WRITE, detail);
+    assert.equal(r.trace.length, 1, detail);
+    assert.ok(r.ms >= ATTEMPT_TIMEOUT_MS && r.ms < ATTEMPT_TIMEOUT_MS + 1000, `${r.ms} ms`);
+    assertWriteHandedBack(d1Lines(r.logs));
+    const seen = await watchRows(teaRows, performance.now() + 1000, 1);
+    assert.ok(seen.every((n) => n === 1), `exactly one row throughout; seen ${seen}`);
+    stallTimes.push(`write ran, then stalled: ${Math.round(r.ms)} ms`);
+    record({ message: `(ran, then stall ${STALL} ms)`, shape: "stall", when: "after" }, "bounded write (place_order_bounded)", r, "1 row");
+  });
+
+  // (d) Every attempt hangs: three are cut by the attempt timeout, the fourth by what is
+  // left of the deadline. The caller has its error at 4 s, not when D1 answers.
+  test("read, every attempt stalled 30 s | deadline timeout at 4 s", async () => {
+    const r = await bounded(boundedRead, { ops: ["first"], sql: FIND_USER, count: 99, stall_ms: 30_000 });
+    const detail = JSON.stringify({ status: r.status, json: r.json, trace: r.trace, ms: r.ms });
+    assert.equal(r.status, 500, detail);
+    assert.equal(r.json.class, "maybe_executed", detail);
+    assert.equal(r.json.error, DEADLINE_READ, detail);
+    assert.ok(r.ms >= DEADLINE_MS && r.ms < DEADLINE_MS + 750, `${r.ms} ms`);
+    // Attempts at about 0, 1, 2 and 3 s: 5-20 ms waits between 1 s attempts.
+    assert.equal(r.trace.length, 4, detail);
+    assert.ok(r.trace.every((c) => c.stalled === 30_000), detail);
+    const lines = d1Lines(r.logs);
+    assert.equal(lines.length, 4, JSON.stringify(lines));
+    lines.slice(0, 3).forEach((line, i) => {
+      assert.equal(line.message, "D1 transient failure, retrying");
+      assert.equal(line["d1.attempt"], i + 1);
+      assert.equal(line["d1.failure_class"], "maybe_executed");
+      assert.equal(line["d1.failure"], TIMED_OUT_READ);
+    });
+    const last = lines[3];
+    assert.equal(last.message, "D1 failure, not retried");
+    assert.equal(last["d1.attempt"], 4);
+    assert.equal(last["d1.failure_class"], "maybe_executed");
+    assert.equal(last["d1.withheld"], "deadline");
+    assert.equal(last["d1.failure"], DEADLINE_READ);
+    stallTimes.push(`read, every attempt stalled: ${Math.round(r.ms)} ms`);
+    record({ message: "(stall 30000 ms, every attempt)", shape: "stall", when: "before" }, "bounded read (find_user_bounded)", r, "-");
   });
 });

@@ -33,7 +33,7 @@ impl Sleeper for WorkerSleeper {
 
     #[cfg(target_arch = "wasm32")]
     fn stopwatch(&self) -> Option<crate::Stopwatch> {
-        Some(crate::Stopwatch::js())
+        crate::Stopwatch::start()
     }
 }
 
