@@ -13,6 +13,9 @@
 //! `#[d1_retry]` retries a whole body or each call in it. `place_items` makes several
 //! calls (a read, one insert per item, a read) and shows each retried on its own: the
 //! failed call alone is made again, a completed one never, and the calls share 4 retries.
+//! The bounded methods (`find_user_bounded`, `place_order_bounded`) meet the kit's stalling
+//! faults: a stalled attempt is cut by the attempt timeout, a read retried, a write handed
+//! back as a timeout and in the database at most once, and the deadline ends the call.
 
 #[path = "../examples/worker/src/shop.rs"]
 mod shop;
@@ -902,4 +905,281 @@ async fn place_items_shares_four_retries_across_its_inserts() {
     assert_eq!(steps(&run.calls), expected);
     assert_eq!(placed(&run.db, &items), [0; 6]);
     assert!(FOUR_WAITS.contains(&run.waited), "{:?}", run.waited);
+}
+
+// ---------------------------------------------------------------------------------------
+// Stalls (issue 12): `find_user_bounded` and `place_order_bounded` carry
+// `attempt_timeout_ms = 1000, deadline_ms = 4000`. The kit's stalling faults hang a call on
+// tokio's paused clock, so the limits hold to the millisecond. One difference from a
+// Worker: the kit cancels a call dropped during a stall before execution (it never runs),
+// where D1 may still run it later; either way a timed-out write is in the database at most
+// once, because d1-retry never runs it again. (The end-to-end tests show the late landing
+// on the real D1.)
+
+const ATTEMPT_TIMEOUT: Duration = Duration::from_millis(1000);
+const DEADLINE: Duration = Duration::from_millis(4000);
+const STALL: Duration = Duration::from_secs(30);
+
+fn timed_out(operation: &str, limit: &str, ms: u64) -> String {
+    format!("D1 call timed out: Shop::{operation} passed its {limit} of {ms} ms")
+}
+
+/// The `d1_retry_runtime::log` lines of one operation.
+fn lines_of(logs: &Logs, operation: &str) -> Vec<String> {
+    let field = format!("d1.operation=Shop::{operation}");
+    logs.lines()
+        .into_iter()
+        .filter(|line| line.contains(&field))
+        .collect()
+}
+
+fn pen() -> NewOrder {
+    NewOrder {
+        item: "pen".into(),
+        quantity: 3,
+    }
+}
+
+/// How many `pen` orders the database holds, every other row unchanged.
+fn pens(db: &D1Database) -> usize {
+    let (users, orders) = contents(db);
+    assert_eq!(users, seeded().0);
+    let (placed, others): (Vec<_>, Vec<_>) = orders.into_iter().partition(|order| order.2 == "pen");
+    assert_eq!(others, seeded().1);
+    placed.len()
+}
+
+#[tokio::test(start_paused = true)]
+async fn find_user_bounded_cuts_a_stalled_attempt_and_retries() {
+    let clean = drive(None, async |shop| shop.find_user_bounded(1).await).await;
+    assert_is_ada(clean.result.unwrap().as_ref());
+    assert_eq!((clean.calls.len(), clean.waited), (1, Duration::ZERO));
+
+    // A stall under the attempt timeout is waited out: one call, no log line.
+    let (logs, guard) = Logs::capture();
+    let short = Duration::from_millis(300);
+    let run = drive(
+        Some(Fault::stall(short).on(Operation::First).times(1)),
+        async |shop| shop.find_user_bounded(1).await,
+    )
+    .await;
+    assert_is_ada(run.result.unwrap().as_ref());
+    assert_eq!((run.calls.len(), run.waited), (1, short));
+    assert_eq!(run.calls[0].stalled, Some(short));
+    assert!(!run.calls[0].dropped);
+    assert_eq!(lines_of(&logs, "find_user_bounded"), Vec::<String>::new());
+    drop(guard);
+
+    // The first attempt hangs (before it runs, after it ran, or before a failure): it is
+    // cut at exactly 1 s and the retry, 160-240 ms later, answers.
+    let stalls = [
+        ("stalled before it ran", Fault::stall(STALL), STALL, false),
+        (
+            "ran, then stalled",
+            Fault::stall(STALL).after_execution(),
+            STALL,
+            true,
+        ),
+        (
+            "stalled, then would fail",
+            Fault::new(Message::StorageReset).stalling(Duration::from_secs(3)),
+            Duration::from_secs(3),
+            false,
+        ),
+    ];
+    for (label, fault, stall, executed) in stalls {
+        let (logs, _guard) = Logs::capture();
+        let run = drive(Some(fault.on(Operation::First).times(1)), async |shop| {
+            shop.find_user_bounded(1).await
+        })
+        .await;
+        assert_is_ada(run.result.as_ref().unwrap().as_ref());
+        assert_eq!(run.calls.len(), 2, "{label}: {:#?}", run.calls);
+        let (first, second) = (&run.calls[0], &run.calls[1]);
+        assert_eq!(first.stalled, Some(stall), "{label}");
+        assert!(first.dropped, "{label}: cut during its stall");
+        assert_eq!(first.executed, executed, "{label}");
+        assert_eq!((second.stalled, second.injected), (None, None), "{label}");
+        let waited = run.waited.checked_sub(ATTEMPT_TIMEOUT).unwrap();
+        assert!(FIRST_WAIT.contains(&waited), "{label}: {:?}", run.waited);
+        let lines = lines_of(&logs, "find_user_bounded");
+        let [line] = lines.as_slice() else {
+            panic!("{label}: {lines:#?}")
+        };
+        assert!(line.contains("D1 transient failure, retrying"), "{line}");
+        assert!(
+            line.contains("d1.failure_class=\"maybe_executed\""),
+            "{line}"
+        );
+        assert!(line.contains("d1.read_only=true"), "{line}");
+        assert!(
+            line.contains(&timed_out("find_user_bounded", "attempt timeout", 1000)),
+            "{line}"
+        );
+        assert_eq!(contents(&run.db), seeded(), "{label}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn place_order_bounded_returns_the_timeout_and_writes_at_most_once() {
+    let clean = drive(None, async |shop| shop.place_order_bounded(2, &pen()).await).await;
+    assert_eq!(*clean.result.as_ref().unwrap(), 3);
+    assert_eq!((clean.calls.len(), pens(&clean.db)), (1, 1));
+
+    // (fault, whether the insert ran, rows afterwards)
+    let stalls = [
+        ("stalled before it ran", Fault::stall(STALL), false),
+        (
+            "stalled, then would fail",
+            Fault::new(Message::StorageReset).stalling(Duration::from_secs(3)),
+            false,
+        ),
+        (
+            "ran, then stalled",
+            Fault::stall(STALL).after_execution(),
+            true,
+        ),
+        (
+            "ran, stalled, then would fail",
+            Fault::new(Message::NetworkConnectionLost)
+                .after_execution()
+                .stalling(STALL),
+            true,
+        ),
+    ];
+    for (label, fault, executed) in stalls {
+        let (logs, _guard) = Logs::capture();
+        let run = drive(Some(fault.on(Operation::Run).times(1)), async |shop| {
+            shop.place_order_bounded(2, &pen()).await
+        })
+        .await;
+        // The caller has the timeout at 1 s sharp, and no retry.
+        let error = run.result.as_ref().unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            timed_out("place_order_bounded", "attempt timeout", 1000),
+            "{label}"
+        );
+        assert_eq!(d1_retry::classify(error), FailureClass::MaybeExecuted);
+        assert_eq!(run.waited, ATTEMPT_TIMEOUT, "{label}");
+        assert_eq!(run.calls.len(), 1, "{label}: {:#?}", run.calls);
+        assert!(run.calls[0].dropped, "{label}");
+        assert_eq!(run.calls[0].executed, executed, "{label}");
+        let lines = lines_of(&logs, "place_order_bounded");
+        let [line] = lines.as_slice() else {
+            panic!("{label}: {lines:#?}")
+        };
+        assert!(line.contains("D1 failure, not retried"), "{line}");
+        assert!(
+            line.contains("d1.withheld=\"maybe_executed_write\""),
+            "{line}"
+        );
+        assert!(
+            line.contains("d1.failure_class=\"maybe_executed\""),
+            "{line}"
+        );
+        assert!(
+            line.contains("passed its attempt timeout of 1000 ms"),
+            "{line}"
+        );
+        // At most once: once if it ran before the hang, and still so when the stall is over.
+        assert_eq!(pens(&run.db), usize::from(executed), "{label}");
+        tokio::time::sleep(STALL).await;
+        assert_eq!(
+            pens(&run.db),
+            usize::from(executed),
+            "{label}, after the stall"
+        );
+        assert_eq!(run.db.calls().len(), 1, "{label}: nothing ran again");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn find_user_bounded_stalled_every_time_ends_by_its_deadline() {
+    // Every attempt hangs. With the default waits (200, 400, 800 ms), attempts start at 0,
+    // about 1.2 and 2.5 s, each cut at 1 s; the third wait would end after 4 s, so no
+    // fourth attempt starts and the caller has the third timeout before the deadline.
+    let (logs, guard) = Logs::capture();
+    let run = drive(
+        Some(Fault::stall(STALL).on(Operation::First)),
+        async |shop| shop.find_user_bounded(1).await,
+    )
+    .await;
+    let error = run.result.as_ref().unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        timed_out("find_user_bounded", "attempt timeout", 1000)
+    );
+    assert_eq!(run.calls.len(), 3, "{:#?}", run.calls);
+    assert!(run.calls.iter().all(|call| call.dropped));
+    let waits = Duration::from_millis(480)..=Duration::from_millis(720);
+    let waited = run.waited.checked_sub(3 * ATTEMPT_TIMEOUT).unwrap();
+    assert!(waits.contains(&waited), "{:?}", run.waited);
+    assert!(run.waited < DEADLINE);
+    let lines = lines_of(&logs, "find_user_bounded");
+    assert_eq!(lines.len(), 3, "{lines:#?}");
+    assert!(
+        lines[..2]
+            .iter()
+            .all(|l| l.contains("D1 transient failure, retrying"))
+    );
+    assert!(
+        lines[2].contains("d1.withheld=\"deadline\""),
+        "{}",
+        lines[2]
+    );
+    assert!(lines[2].contains("d1.attempt=3 "), "{}", lines[2]);
+    drop(guard);
+
+    // A quick failure, then hangs: the fourth attempt starts 3.1-3.7 s in and is cut by
+    // what is left of the deadline, at 4 s sharp, with the deadline's error.
+    let (logs, _guard) = Logs::capture();
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .on(Operation::First)
+            .times(1),
+    );
+    db.add_fault(Fault::stall(STALL).on(Operation::First));
+    let shop = Shop::new(db.clone());
+    let start = Instant::now();
+    let error = shop.find_user_bounded(1).await.unwrap_err();
+    assert_eq!(start.elapsed(), DEADLINE);
+    assert_eq!(
+        error.to_string(),
+        timed_out("find_user_bounded", "deadline", 4000)
+    );
+    assert_eq!(d1_retry::classify(&error), FailureClass::MaybeExecuted);
+    let calls = db.calls();
+    assert_eq!(calls.len(), 4, "{calls:#?}");
+    assert!(calls[0].injected.is_some() && !calls[0].dropped);
+    assert!(
+        calls[1..]
+            .iter()
+            .all(|call| call.dropped && call.stalled == Some(STALL))
+    );
+    let lines = lines_of(&logs, "find_user_bounded");
+    assert_eq!(lines.len(), 4, "{lines:#?}");
+    assert!(
+        lines[..3]
+            .iter()
+            .all(|l| l.contains("D1 transient failure, retrying"))
+    );
+    assert!(
+        lines[1].contains("passed its attempt timeout of 1000 ms"),
+        "{}",
+        lines[1]
+    );
+    assert!(lines[3].contains("D1 failure, not retried"), "{}", lines[3]);
+    assert!(
+        lines[3].contains("d1.withheld=\"deadline\""),
+        "{}",
+        lines[3]
+    );
+    assert!(
+        lines[3].contains("passed its deadline of 4000 ms"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(contents(&db), seeded());
 }

@@ -338,10 +338,13 @@ where
                 call.succeeded();
                 return Ok(value);
             }
-            Ok(Err(error)) => match call.after_failure(&classify(&error), access, attempts) {
-                Some(delay) => delay,
-                None => return Err(error),
-            },
+            Ok(Err(error)) => {
+                let failure = classify(&error);
+                match call.decide_after(&failure, access, attempts, None, timed.started, None) {
+                    Some(delay) => delay,
+                    None => return Err(error),
+                }
+            }
             Err(cut) => {
                 let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
                 let limit = Some(cut.limit());

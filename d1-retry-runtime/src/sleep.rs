@@ -95,6 +95,18 @@ impl Stopwatch {
     }
 }
 
+impl<F, Fut> Sleeper for F
+where
+    F: Fn(Duration) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    type Sleep = Fut;
+
+    fn sleep(&self, duration: Duration) -> Fut {
+        self(duration)
+    }
+}
+
 /// Sleeps through `tokio::time::sleep`, so tests can use tokio's paused clock.
 ///
 /// Do not use it inside a Worker: tokio's timer panics on `wasm32-unknown-unknown`.

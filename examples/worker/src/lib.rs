@@ -1,6 +1,7 @@
 //! An example Worker: a users-and-orders repository on D1 whose methods are retried with
 //! `#[d1_retry]` (module `shop`), and the same kind of calls through `D1Retry` (module
-//! `wrapped`, routes under `/wrapped`).
+//! `wrapped`, routes under `/wrapped`). Routes under `/bounded` reach the methods with time
+//! limits (attempt timeout 1 s, deadline 4 s), for a D1 that stalls.
 //!
 //! Every error reaches the caller as `500 {"error": <text>, "class": <failure class>}`.
 
@@ -63,7 +64,11 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         })
         .post_async("/bounded/users/:id/orders", |mut req, ctx| async move {
             let order: NewOrder = req.json().await?;
-            reply(shop(&ctx)?.place_order_bounded(id(&ctx, "id")?, &order).await)
+            reply(
+                shop(&ctx)?
+                    .place_order_bounded(id(&ctx, "id")?, &order)
+                    .await,
+            )
         })
         .get_async("/stats", |_, ctx| async move {
             reply(shop(&ctx)?.stats().await)
