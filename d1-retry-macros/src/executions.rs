@@ -38,8 +38,9 @@ const EXECUTIONS: [&str; 8] = [
 ];
 
 /// Macros whose arguments are expressions evaluated once, where executions are found as
-/// anywhere else.
-const EXPRESSION_MACROS: [&str; 19] = [
+/// anywhere else. `assert!` and `dbg!` are not among them: they print their argument's
+/// tokens, which would show the rewrite.
+const EXPRESSION_MACROS: [&str; 11] = [
     "vec",
     "format",
     "format_args",
@@ -49,14 +50,6 @@ const EXPRESSION_MACROS: [&str; 19] = [
     "eprintln",
     "write",
     "writeln",
-    "dbg",
-    "assert",
-    "assert_eq",
-    "assert_ne",
-    "debug_assert",
-    "debug_assert_eq",
-    "debug_assert_ne",
-    "panic",
     "join",
     "try_join",
 ];
@@ -119,9 +112,10 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
         executions: Vec::new(),
         all_sql: Vec::new(),
         in_move_closure: false,
+        in_return_position: false,
         next_slot: 0,
     };
-    finder.visit_block_mut(block);
+    finder.visit_body(block);
     Found {
         executions: finder.executions,
         sql: finder.all_sql,
@@ -182,6 +176,8 @@ struct Finder<'a> {
     executions: Vec<Execution>,
     all_sql: Vec<Sql>,
     in_move_closure: bool,
+    /// Inside the function's returned value (its tail, a `return`, an `Ok(..)` of either).
+    in_return_position: bool,
     next_slot: usize,
 }
 
@@ -283,17 +279,7 @@ impl Finder<'_> {
         match (&judged, self.mode) {
             (Sql::Dynamic, Mode::PerCall) => match slot {
                 Some(slot) => {
-                    let value = Ident::new("__d1_retry_sql_value", Span::mixed_site());
-                    *sql = Expr::Verbatim(quote_spanned! {span=>
-                        match #sql {
-                            #value => {
-                                #[allow(unused_imports)]
-                                use #private::{ViaSqlOther as _, ViaSqlText as _};
-                                (&&#private::SqlProbe(&#value)).d1_scan(&#slot);
-                                #value
-                            }
-                        }
-                    });
+                    *sql = Expr::Verbatim(scanned(private, sql, &quote!(#slot.scan), span));
                     out.scans += 1;
                 }
                 None => {
@@ -304,12 +290,8 @@ impl Finder<'_> {
                 }
             },
             (Sql::Dynamic, Mode::WholeBody { read_only: true }) => {
-                let attempt = Ident::new(
-                    &self.names.attempt.to_string(),
-                    self.names.attempt.span().located_at(span),
-                );
-                let method = Ident::new("observe", span);
-                *sql = Expr::Verbatim(quote!(#attempt.#method(#sql)));
+                let attempt = &self.names.attempt;
+                *sql = Expr::Verbatim(scanned(private, sql, &quote!(#attempt.observe), span));
             }
             (Sql::Const(expr), Mode::WholeBody { read_only: true }) => {
                 let message = READ_ONLY_CONST_WRITE;
@@ -418,7 +400,10 @@ impl Finder<'_> {
             return None;
         }
         let place = is_place(&call.receiver);
-        let rewritable = awaited || (place && !self.in_move_closure);
+        // A future returned from the function, or made in a `move` closure, may outlive the
+        // call's schedule: left as written unless awaited here.
+        let rewritable =
+            awaited || (place && !self.in_move_closure && !self.in_return_position);
         let slot = self.fresh_slot("call");
         let scan_into = rewritable.then_some(&slot);
         match method.as_str() {
@@ -452,13 +437,21 @@ impl Finder<'_> {
         let private = &self.names.private;
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
-        let args: Vec<Ident> = (0..call.args.len())
-            .map(|i| format_ident!("__d1_retry_arg{}", i, span = Span::mixed_site()))
+        // Each argument's name carries its value's span, so a type error in it points there.
+        let args: Vec<Ident> = call
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let span = Span::mixed_site().located_at(value.span());
+                format_ident!("__d1_retry_arg{}", i, span = span)
+            })
             .collect();
+        let whole = call.span();
         let values: Vec<&Expr> = call.args.iter().collect();
         let name = &call.method;
         let turbofish = &call.turbofish;
-        let classify = self.classify();
+        let classify = self.classify(span);
         let dot = call.dot_token;
         let site = |receiver: &TokenStream| {
             quote_spanned! {span=>
@@ -467,14 +460,31 @@ impl Finder<'_> {
                     #classify
             }
         };
-        let receiver = &call.receiver;
+        let receiver = strip_parens(&call.receiver);
         let body = if place {
             let site = site(&receiver.to_token_stream());
-            if awaited { quote!(#site.await) } else { site }
+            if awaited {
+                quote_spanned!(whole=> #site.await)
+            } else {
+                site
+            }
+        } else if awaited && is_place_expression(receiver) {
+            // `v[0]`, `*r`, `self.state().db`: a place that must not be moved out of;
+            // borrowed for the execution's `&self` calls.
+            let site = site(&recv.to_token_stream());
+            quote_spanned! {whole=>
+                match &#receiver {
+                    #recv => #site.await
+                }
+            }
         } else {
             let site = site(&recv.to_token_stream());
-            let site = if awaited { quote!(#site.await) } else { site };
-            quote! {
+            let site = if awaited {
+                quote_spanned!(whole=> #site.await)
+            } else {
+                site
+            };
+            quote_spanned! {whole=>
                 match #receiver {
                     #[allow(unused_mut)]
                     mut #recv => #site
@@ -529,8 +539,8 @@ impl Finder<'_> {
         let private = &self.names.private;
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
-        let classify = self.classify();
         let span = base.span();
+        let classify = self.classify(span);
         let body = quote_spanned! {span=>
             match #base {
                 #recv => (&&#private::Receiver::of(&#recv)).d1_site()
@@ -544,19 +554,20 @@ impl Finder<'_> {
 
     /// `.classify_with(..)`: how the execution reads its error; with time limits, also how
     /// it turns a `TimedOut` into that error.
-    fn classify(&self) -> TokenStream {
+    fn classify(&self, span: Span) -> TokenStream {
         let private = &self.names.private;
         let error = Ident::new("__d1_retry_error", Span::mixed_site());
         let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
+        // Spanned at the method, so an error type the runtime cannot read is reported there.
         if self.names.timed {
-            quote! {
+            quote_spanned! {span=>
                 .classify_timed(
                     |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
                     |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
                 )
             }
         } else {
-            quote!(.classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure()))
+            quote_spanned!(span=> .classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure()))
         }
     }
 
@@ -574,10 +585,16 @@ impl Finder<'_> {
 
     /// A `let stmt = <statement>;` whose SQL later executions of `stmt` can be judged by.
     fn statement_binding(&mut self, local: &mut Local) -> Option<Stmt> {
+        // A `mut` binding can be reassigned, replaced through `&mut` or destructured into,
+        // so its name no longer means one statement: it is not followed (out of sight).
+        let plain = |pat: &syn::PatIdent| {
+            (pat.subpat.is_none() && pat.mutability.is_none() && pat.by_ref.is_none())
+                .then(|| pat.ident.clone())
+        };
         let ident = match &local.pat {
-            Pat::Ident(pat) if pat.subpat.is_none() => pat.ident.clone(),
+            Pat::Ident(pat) => plain(pat)?,
             Pat::Type(typed) => match &*typed.pat {
-                Pat::Ident(pat) if pat.subpat.is_none() => pat.ident.clone(),
+                Pat::Ident(pat) => plain(pat)?,
                 _ => return None,
             },
             _ => return None,
@@ -617,10 +634,26 @@ impl Finder<'_> {
     }
 }
 
-impl VisitMut for Finder<'_> {
-    fn visit_block_mut(&mut self, block: &mut Block) {
+impl Finder<'_> {
+    /// The function's body: its tail expression is the returned value.
+    fn visit_body(&mut self, block: &mut Block) {
+        let tail = match block.stmts.last() {
+            Some(Stmt::Expr(_, None)) => block.stmts.len() - 1,
+            _ => block.stmts.len(),
+        };
+        self.visit_stmts(block, Some(tail));
+    }
+
+    fn visit_stmts(&mut self, block: &mut Block, tail: Option<usize>) {
         let mut stmts = Vec::with_capacity(block.stmts.len());
-        for mut stmt in core::mem::take(&mut block.stmts) {
+        for (index, mut stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
+            if Some(index) == tail {
+                let outer = core::mem::replace(&mut self.in_return_position, true);
+                self.visit_stmt_mut(&mut stmt);
+                self.in_return_position = outer;
+                stmts.push(stmt);
+                continue;
+            }
             if let Stmt::Local(local) = &mut stmt {
                 // The initialiser first: executions inside it are its own.
                 if let Some(init) = &mut local.init {
@@ -641,6 +674,18 @@ impl VisitMut for Finder<'_> {
             stmts.push(stmt);
         }
         block.stmts = stmts;
+    }
+}
+
+impl VisitMut for Finder<'_> {
+    fn visit_block_mut(&mut self, block: &mut Block) {
+        self.visit_stmts(block, None);
+    }
+
+    fn visit_expr_return_mut(&mut self, node: &mut syn::ExprReturn) {
+        let outer = core::mem::replace(&mut self.in_return_position, true);
+        visit_mut::visit_expr_return_mut(self, node);
+        self.in_return_position = outer;
     }
 
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
@@ -681,8 +726,10 @@ impl VisitMut for Finder<'_> {
                 let before = self.executions.len();
                 // The block gets a schedule of its own, so it may outlive the function.
                 let outer = core::mem::replace(&mut self.in_move_closure, false);
+                let returned = core::mem::replace(&mut self.in_return_position, false);
                 visit_mut::visit_expr_async_mut(self, block);
                 self.in_move_closure = outer;
+                self.in_return_position = returned;
                 if self.executions[before..].iter().any(|e| e.rewritten) {
                     let call = &self.names.call;
                     let init = &self.names.call_init;
@@ -772,6 +819,42 @@ impl Finder<'_> {
             return;
         }
         self.visit_expr_mut(element);
+    }
+}
+
+/// `sql`, evaluated once, handed on unchanged after `record` saw its text (or `None` when
+/// it is not text).
+fn scanned(private: &TokenStream, sql: &Expr, record: &TokenStream, span: Span) -> TokenStream {
+    let value = Ident::new("__d1_retry_sql_value", Span::mixed_site());
+    quote_spanned! {span=>
+        match #sql {
+            #value => {
+                #[allow(unused_imports)]
+                use #private::{ViaSqlOther as _, ViaSqlText as _};
+                #record((&&#private::SqlProbe(&#value)).d1_text());
+                #value
+            }
+        }
+    }
+}
+
+fn strip_parens(expr: &Expr) -> &Expr {
+    match expr {
+        Expr::Paren(inner) => strip_parens(&inner.expr),
+        other => other,
+    }
+}
+
+/// A place expression other than a variable or a field of one: indexing, a dereference, a
+/// field of something computed. Moving out of it would not compile.
+fn is_place_expression(expr: &Expr) -> bool {
+    match expr {
+        Expr::Index(_) => true,
+        Expr::Unary(unary) => matches!(unary.op, syn::UnOp::Deref(_)),
+        Expr::Field(_) => true,
+        Expr::Group(inner) => is_place_expression(&inner.expr),
+        Expr::Paren(inner) => is_place_expression(&inner.expr),
+        _ => false,
     }
 }
 
@@ -1020,14 +1103,14 @@ mod tests {
     #[test]
     fn dynamic_sql_is_scanned_where_it_is_prepared() {
         let (_, body) = found_in("{ db.prepare(sql).run().await }", Mode::PerCall, &[]);
-        assert!(body.contains("d1_scan"), "{body}");
+        assert!(body.contains("d1_text"), "{body}");
         assert!(body.contains("SqlSlot :: new ()"), "{body}");
         let (_, body) = found_in(
             r#"{ db.prepare("SELECT 1").run().await }"#,
             Mode::PerCall,
             &[],
         );
-        assert!(!body.contains("d1_scan"), "{body}");
+        assert!(!body.contains("d1_text"), "{body}");
     }
 
     #[test]
@@ -1038,7 +1121,7 @@ mod tests {
             &[],
         );
         assert_eq!(found, ["run as written "]);
-        assert!(body.contains("attempt . observe (sql)"), "{body}");
+        assert!(body.contains("attempt . observe"), "{body}");
         assert!(!body.contains("d1_site"), "{body}");
     }
 
@@ -1049,10 +1132,64 @@ mod tests {
                 r#"{
                 fn helper(db: &Db) { db.prepare("DELETE FROM t").run(); }
                 my_macro!(db.prepare("DELETE FROM t").run().await);
-                dbg!(db.prepare("SELECT 1").first(None).await);
+                dbg!(db.prepare("DELETE FROM t").run().await);
+                println!("{:?}", db.prepare("SELECT 1").first(None).await);
             }"#
             ),
             ["first retried read"]
         );
+    }
+
+    #[test]
+    fn mut_statement_bindings_are_not_followed() {
+        // `mem::replace(&mut s, ..)`, `(s, n) = ..` or `*r = ..` could swap in a write.
+        assert_eq!(
+            per_call(
+                r#"{
+                let mut s = db.prepare("SELECT 1");
+                std::mem::replace(&mut s, db.prepare("DELETE FROM t"));
+                s.run().await?;
+            }"#
+            ),
+            ["run retried unseen"]
+        );
+    }
+
+    #[test]
+    fn returned_futures_are_left_as_written() {
+        assert_eq!(
+            per_call(
+                r#"{
+                let early = stmt.first(None);
+                if done { return Ok(stmt.run()); }
+                Ok(stmt.all())
+            }"#
+            ),
+            [
+                "first retried unseen",
+                "run as written unseen",
+                "all as written unseen",
+            ]
+        );
+        // An `async move` block in the returned value has a schedule of its own.
+        assert_eq!(
+            per_call("{ Ok(async move { stmt.run().await }) }"),
+            ["run retried unseen"]
+        );
+    }
+
+    #[test]
+    fn borrowed_places_are_borrowed_not_moved() {
+        let (found, body) = found_in(
+            "{ v[0].run().await?; (*r).run().await?; self.state().db.exec(sql).await }",
+            Mode::PerCall,
+            &[],
+        );
+        assert_eq!(
+            found,
+            ["run retried unseen", "run retried unseen", "exec retried dynamic"]
+        );
+        assert_eq!(body.matches("match & ").count(), 3, "{body}");
+        assert!(!body.contains("match (* r)"), "{body}");
     }
 }

@@ -61,16 +61,15 @@ impl<'a> Attempt<'a> {
         }
     }
 
-    /// Scans dynamic SQL as it is passed to a statement site, and hands it on unchanged.
-    pub fn observe<S: AsRef<str>>(&self, sql: S) -> S {
-        let text = sql.as_ref();
-        if !is_read_only(text) {
+    /// Scans dynamic SQL as it is passed to `prepare` or `exec`: text is judged, anything
+    /// else counts as a write.
+    pub fn observe(&self, sql: Option<&str>) {
+        if !sql.is_some_and(is_read_only) {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
             if self.declared_read_only {
-                crate::log::write_in_read_only(self.operation, text);
+                crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
             }
         }
-        sql
     }
 
     /// How many dynamic statements of this attempt may write.

@@ -309,29 +309,37 @@ impl SqlSlot {
 /// SQL on its way to `prepare`, probed for text it can scan.
 pub struct SqlProbe<'s, Q: ?Sized>(pub &'s Q);
 
-/// Picked for SQL that is text (`&str`, `String`, `Cow<str>`, ...): scanned.
+/// Picked for SQL that is text (`&str`, `String`, `Cow<str>`, ...).
 pub trait ViaSqlText {
-    /// Scans the SQL into `slot`.
-    fn d1_scan(&self, slot: &SqlSlot);
+    /// The SQL's text.
+    fn d1_text(&self) -> Option<&str>;
 }
 
 impl<Q: AsRef<str> + ?Sized> ViaSqlText for &SqlProbe<'_, Q> {
     #[inline]
-    fn d1_scan(&self, slot: &SqlSlot) {
-        slot.record(is_read_only(self.0.as_ref()));
+    fn d1_text(&self) -> Option<&str> {
+        Some(self.0.as_ref())
     }
 }
 
-/// Picked for anything else handed to `prepare`: it cannot be read, so it counts as a write.
+/// Picked for anything else handed to `prepare` (`Into<String>` without `AsRef<str>`): it
+/// cannot be read, so it counts as a write.
 pub trait ViaSqlOther {
-    /// Records a write into `slot`.
-    fn d1_scan(&self, slot: &SqlSlot);
+    /// No text to read.
+    fn d1_text(&self) -> Option<&str>;
 }
 
 impl<Q: ?Sized> ViaSqlOther for SqlProbe<'_, Q> {
     #[inline]
-    fn d1_scan(&self, slot: &SqlSlot) {
-        slot.record(false);
+    fn d1_text(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl SqlSlot {
+    /// Scans SQL handed to `prepare` or `exec`: text is judged, anything else is a write.
+    pub fn scan(&self, sql: Option<&str>) {
+        self.record(sql.is_some_and(is_read_only));
     }
 }
 
@@ -364,16 +372,16 @@ mod tests {
     fn the_slot_scans_text_and_counts_the_rest_as_writes() {
         let slot = SqlSlot::new();
         assert_eq!(slot.access(), Access::ReadOnly);
-        (&&SqlProbe(&"SELECT 1")).d1_scan(&slot);
-        (&&SqlProbe(&String::from("SELECT 2"))).d1_scan(&slot);
+        slot.scan((&&SqlProbe(&"SELECT 1")).d1_text());
+        slot.scan((&&SqlProbe(&String::from("SELECT 2"))).d1_text());
         assert_eq!(slot.access(), Access::ReadOnly);
-        (&&SqlProbe(&"DELETE FROM t")).d1_scan(&slot);
+        slot.scan((&&SqlProbe(&"DELETE FROM t")).d1_text());
         assert_eq!(slot.access(), Access::Write);
-        (&&SqlProbe(&"SELECT 3")).d1_scan(&slot);
+        slot.scan((&&SqlProbe(&"SELECT 3")).d1_text());
         assert_eq!(slot.access(), Access::Write, "a write is never forgotten");
 
         let opaque = SqlSlot::new();
-        (&&SqlProbe(&42_u32)).d1_scan(&opaque);
+        opaque.scan((&&SqlProbe(&42_u32)).d1_text());
         assert_eq!(opaque.access(), Access::Write);
     }
 }
