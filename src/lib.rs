@@ -77,6 +77,10 @@
 //! `d1.delay_ms`; a transient failure that is not retried logs why in `d1.withheld`.
 //! When it stops, the caller gets the call's error value, of its own type, unchanged.
 //!
+//! D1 also stalls. `#[d1_retry(attempt_timeout_ms = 2000, deadline_ms = 10_000)]` races each
+//! D1 call against a timer and bounds the whole call; a call cut by a limit fails as maybe
+//! executed with a [`TimedOut`] (a read is retried, a write handed back). Off by default.
+//!
 //! [`d1_retry`] documents the options, the shapes it accepts and the code it expands to;
 //! [`Retry`] is the same driver without the attribute.
 //!

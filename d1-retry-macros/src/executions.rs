@@ -402,8 +402,7 @@ impl Finder<'_> {
         let place = is_place(&call.receiver);
         // A future returned from the function, or made in a `move` closure, may outlive the
         // call's schedule: left as written unless awaited here.
-        let rewritable =
-            awaited || (place && !self.in_move_closure && !self.in_return_position);
+        let rewritable = awaited || (place && !self.in_move_closure && !self.in_return_position);
         let slot = self.fresh_slot("call");
         let scan_into = rewritable.then_some(&slot);
         match method.as_str() {
@@ -1187,7 +1186,11 @@ mod tests {
         );
         assert_eq!(
             found,
-            ["run retried unseen", "run retried unseen", "exec retried dynamic"]
+            [
+                "run retried unseen",
+                "run retried unseen",
+                "exec retried dynamic"
+            ]
         );
         assert_eq!(body.matches("match & ").count(), 3, "{body}");
         assert!(!body.contains("match (* r)"), "{body}");

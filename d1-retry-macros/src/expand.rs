@@ -96,6 +96,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 policy: &policy,
                 policy_check: &quote!(#policy_check #time_limit_check),
                 timed: timed_options,
+                error_type: &error_type(&private, &function),
                 operation: &operation,
                 read_only,
                 attempt_body: &attempt_body,
@@ -152,6 +153,8 @@ struct WholeBody<'a> {
     policy_check: &'a TokenStream,
     /// The attribute gives time limits: each attempt is raced against them.
     timed: bool,
+    /// The function's error type, which receives a `TimedOut`.
+    error_type: &'a TokenStream,
     operation: &'a TokenStream,
     read_only: bool,
     attempt_body: &'a TokenStream,
@@ -169,6 +172,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
         policy,
         policy_check,
         timed,
+        error_type,
         operation,
         read_only,
         attempt_body,
@@ -203,7 +207,18 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
                             continue;
                         }
                         ::core::option::Option::None => {
-                            return ::core::result::Result::Err(::core::convert::From::from(#cut));
+                            #[allow(unused_imports)]
+                            use #private::{ViaFromTimedOut as _, ViaNoTimedOut as _};
+                            // Found through the probe rather than written `From::from`, so
+                            // that a missing conversion is the one error at the option.
+                            match (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout() {
+                                ::core::option::Option::Some(into) => {
+                                    return ::core::result::Result::Err(into(#cut));
+                                }
+                                ::core::option::Option::None => {
+                                    ::core::unreachable!("the option checks `From<TimedOut>`")
+                                }
+                            }
                         }
                     }
                 }
@@ -291,16 +306,23 @@ fn time_limit_check(options: &Options, private: &TokenStream, function: &Checked
     else {
         return TokenStream::new();
     };
-    let error = match &function.error_type {
+    // The type is respanned too: rustc reports an unmet bound at the type argument.
+    let error = respan(&error_type(private, function), span);
+    let private = respan(private, span);
+    quote_spanned! {span=>
+        #private::receives_timed_out::<#error>();
+    }
+}
+
+/// The function's error type: `E` of `Result<T, E>`, or read through the output type when
+/// it is behind an alias (`worker::Result<T>`).
+fn error_type(private: &TokenStream, function: &Checked) -> TokenStream {
+    match &function.error_type {
         Some(error) => error.to_token_stream(),
         None => {
             let output = erase_impl_trait(&function.output);
             quote!(<#output as #private::IsResult>::Err)
         }
-    };
-    let private = respan(private, span);
-    quote_spanned! {span=>
-        #private::receives_timed_out::<#error>();
     }
 }
 

@@ -14,6 +14,8 @@
 //! - [`D1Receiver`] marks the types whose calls `#[d1_retry]` retries.
 //! - [`RetryPolicy`] is the jittered exponential schedule, and [`Retry`] the driver that
 //!   follows it, waiting through a [`Sleeper`].
+//! - [`RetryPolicy::with_attempt_timeout`] and [`RetryPolicy::with_deadline`] bound a D1
+//!   that stalls; a call they cut fails with [`TimedOut`], as maybe executed.
 //!
 //! ```
 //! use d1_retry_runtime::{classify_message, is_read_only, should_retry, FailureClass};

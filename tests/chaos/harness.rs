@@ -14,7 +14,8 @@ use crate::faults::{CallStamps, fault_plan, hash};
 use crate::ms;
 use crate::repository::{
     Access, BATCH_SQL, DUPLICATE_SQL, DYNAMIC_READ_SQL, DYNAMIC_WRITE_SQL, INSERT_SQL, Kind, Path,
-    READ_SQL, Repo, SCHEMA, UPSERT_SQL, exec_sql,
+    READ_SQL, Repo, SCHEMA, TIMED_INSERT_SQL, TIMED_READ_SQL, TIMED_UPSERT_SQL, UPSERT_SQL,
+    exec_sql,
 };
 
 pub const LANES: u64 = 4;
@@ -36,6 +37,9 @@ pub struct Outcome {
     /// method (its executions are retried on their own), once per attempt for an
     /// `idempotent` one and for the driver.
     pub stamps: Vec<Instant>,
+    /// When the caller made the call, and when it had its answer (virtual time).
+    pub started: Instant,
+    pub ended: Instant,
 }
 
 #[derive(Default, Debug)]
@@ -54,6 +58,20 @@ pub struct Tally {
     pub multi_execution_ops: u64,
     /// Retries of an execution after an earlier one of the same call completed.
     pub later_execution_retries: u64,
+    /// Operations with time limits, and what their stalls did.
+    pub timed_operations: u64,
+    pub stalled_calls: u64,
+    /// Stalled calls cut by a time limit (their futures dropped mid-stall), by limit.
+    pub attempt_timeouts: u64,
+    pub deadline_cuts: u64,
+    /// Cut calls of reads (and idempotent upserts) that were retried.
+    pub timed_out_reads_retried: u64,
+    /// Writes whose caller got a timeout: handed back, not retried.
+    pub timed_out_writes_handed_back: u64,
+    /// Of those, writes D1 had run before the caller gave up (in the database once).
+    pub timed_out_writes_in_database: u64,
+    /// Calls that stopped because the next retry's wait would pass the deadline.
+    pub deadline_stops: u64,
     pub invariants: u64,
     pub fingerprint: u64,
 }
@@ -136,15 +154,25 @@ impl Harness {
             harness: self,
             db: self.db.clone(),
         };
+        let started = Instant::now();
         let error = match kind {
-            Kind::Read | Kind::ReadShort => {
+            Kind::Read | Kind::ReadShort | Kind::TimedRead | Kind::TimedReadTight => {
                 let read = match self.path {
-                    Path::Macro if kind == Kind::Read => repo.read(op, key).await,
-                    Path::Macro => repo.read_short(op, key).await,
+                    Path::Macro => match kind {
+                        Kind::Read => repo.read(op, key).await,
+                        Kind::ReadShort => repo.read_short(op, key).await,
+                        Kind::TimedRead => repo.timed_read(op, key).await,
+                        _ => repo.timed_read_tight(op, key).await,
+                    },
                     Path::Driver => {
+                        let sql = if kind.timed() {
+                            TIMED_READ_SQL
+                        } else {
+                            READ_SQL
+                        };
                         self.driver(kind, jitter_seed, op, || async {
                             self.db
-                                .prepare(READ_SQL)
+                                .prepare(sql)
                                 .bind(&[op.into(), key.into()])?
                                 .first::<i64>(Some("value"))
                                 .await
@@ -160,13 +188,19 @@ impl Harness {
                 }
                 read.err()
             }
-            Kind::Upsert => {
+            Kind::Upsert | Kind::TimedUpsert => {
                 let result = match self.path {
-                    Path::Macro => repo.upsert(op, key, value).await,
+                    Path::Macro if kind == Kind::Upsert => repo.upsert(op, key, value).await,
+                    Path::Macro => repo.timed_upsert(op, key, value).await,
                     Path::Driver => {
+                        let sql = if kind.timed() {
+                            TIMED_UPSERT_SQL
+                        } else {
+                            UPSERT_SQL
+                        };
                         self.driver(kind, jitter_seed, op, || async {
                             self.db
-                                .prepare(UPSERT_SQL)
+                                .prepare(sql)
                                 .bind(&[op.into(), key.into(), value.into()])?
                                 .run()
                                 .await
@@ -189,13 +223,19 @@ impl Harness {
                 }
                 result.err()
             }
-            Kind::Insert | Kind::InsertBudgeted => match self.path {
+            Kind::Insert | Kind::InsertBudgeted | Kind::TimedInsert => match self.path {
                 Path::Macro if kind == Kind::Insert => repo.insert(op).await.err(),
+                Path::Macro if kind == Kind::TimedInsert => repo.timed_insert(op).await.err(),
                 Path::Macro => repo.insert_budgeted(op).await.err(),
                 Path::Driver => self
                     .driver(kind, jitter_seed, op, || async {
+                        let sql = if kind.timed() {
+                            TIMED_INSERT_SQL
+                        } else {
+                            INSERT_SQL
+                        };
                         self.db
-                            .prepare(INSERT_SQL)
+                            .prepare(sql)
                             .bind(&[op.into()])?
                             .run()
                             .await
@@ -276,6 +316,7 @@ impl Harness {
                 }
             }
         };
+        let ended = Instant::now();
         let stamps = self.stamps.borrow_mut().remove(&op).unwrap_or_default();
         self.outcomes.borrow_mut().push(Outcome {
             op,
@@ -284,10 +325,13 @@ impl Harness {
             items,
             error: error.map(|e| e.to_string()),
             stamps,
+            started,
+            ended,
         });
     }
 
-    /// The driver path: `d1_retry::Retry`, with the kind's access and policy.
+    /// The driver path: `d1_retry::Retry`, with the kind's access and policy; within the
+    /// policy's time limits (`run_timed`) when it has them.
     async fn driver<T, F, Fut>(
         &self,
         kind: Kind,
@@ -299,20 +343,22 @@ impl Harness {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T, Error>>,
     {
-        let retry = Retry::new("chaos")
-            .policy(kind.policy(Path::Driver))
-            .seed(seed);
+        let policy = kind.policy(Path::Driver);
+        let retry = Retry::new("chaos").policy(policy).seed(seed);
         let retry = match kind.access() {
             Access::Read => retry.read_only(true),
             Access::Idempotent => retry.idempotent(true),
             Access::Write => retry,
         };
-        retry
-            .run(|| {
-                self.stamp(op);
-                attempt()
-            })
-            .await
+        let attempt = || {
+            self.stamp(op);
+            attempt()
+        };
+        if policy.has_time_limits() {
+            retry.run_timed(attempt).await
+        } else {
+            retry.run(attempt).await
+        }
     }
 
     async fn lane(&self, lane: u64, round: u64, ops: u64) {
@@ -372,8 +418,22 @@ impl Harness {
             t.invariants,
             t.fingerprint,
         ) + &format!(
-            " [db: {} calls, {} SQL errors]",
-            stats.calls, stats.sql_errors
+            "; stalls: {} operations with time limits, {} stalled calls, {} cut by the \
+             attempt timeout and {} by the deadline, {} cut reads retried, {} cut writes \
+             handed back ({} of them in the database, once), {} calls stopped before a wait \
+             past the deadline [db: {} calls, {} SQL errors, {} stalled, {} dropped]",
+            t.timed_operations,
+            t.stalled_calls,
+            t.attempt_timeouts,
+            t.deadline_cuts,
+            t.timed_out_reads_retried,
+            t.timed_out_writes_handed_back,
+            t.timed_out_writes_in_database,
+            t.deadline_stops,
+            stats.calls,
+            stats.sql_errors,
+            stats.stalled,
+            stats.dropped
         )
     }
 }

@@ -22,6 +22,12 @@ pub const DRIVER_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_budget(
         .with_max_tokens(20)
         .with_token_ratio(0.2),
 );
+/// The recommended time limits (README, "Stalls: time limits"): each attempt cut after
+/// 2 s, the whole call by 10 s; and a deadline that cuts the third attempt of a stalled read.
+const DRIVER_TIMED: RetryPolicy = DRIVER_DEFAULT
+    .with_attempt_timeout(Duration::from_millis(2_000))
+    .with_deadline(Duration::from_millis(10_000));
+const DRIVER_TIMED_TIGHT: RetryPolicy = DRIVER_TIMED.with_deadline(Duration::from_millis(5_000));
 
 // Policies for the attribute path: without jitter, so that a seed replays the same run
 // (the attribute draws jitter from the platform, not from a seed).
@@ -33,6 +39,13 @@ pub const MACRO_BUDGETED: RetryPolicy = RetryPolicy::DEFAULT.with_jitter(100, 10
         .with_max_tokens(20)
         .with_token_ratio(0.2),
 );
+/// What `policy = MACRO_DEFAULT, attempt_timeout_ms = 2000, deadline_ms = 10_000` makes of
+/// the timed methods' policy (and `deadline_ms = 5000` of the tight read's); the checks
+/// compare each timeout's message with these limits, so the two cannot drift apart.
+const MACRO_TIMED: RetryPolicy = MACRO_DEFAULT
+    .with_attempt_timeout(Duration::from_millis(2_000))
+    .with_deadline(Duration::from_millis(10_000));
+const MACRO_TIMED_TIGHT: RetryPolicy = MACRO_TIMED.with_deadline(Duration::from_millis(5_000));
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -66,10 +79,17 @@ pub enum Kind {
     ReadWriteRead,
     /// A loop of inserts in one `#[d1_retry]` method (attribute path only).
     InsertLoop,
+    /// With time limits (`attempt_timeout_ms`, `deadline_ms`; `Retry::run_timed` on the
+    /// driver path), on SQL the fault plan's stalls strike (it contains `timed`): a read,
+    /// a read whose deadline cuts its third attempt, an insert, an idempotent upsert.
+    TimedRead,
+    TimedReadTight,
+    TimedInsert,
+    TimedUpsert,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Read,
         Kind::ReadShort,
         Kind::Insert,
@@ -80,11 +100,15 @@ impl Kind {
         Kind::Duplicate,
         Kind::DynamicRead,
         Kind::DynamicWrite,
+        Kind::TimedRead,
+        Kind::TimedReadTight,
+        Kind::TimedInsert,
+        Kind::TimedUpsert,
     ];
 
     /// The attribute path runs these too: several executions in one method, each retried
     /// on its own, all sharing the call's `max_attempts - 1` retries.
-    pub const PER_CALL: [Kind; 12] = [
+    pub const PER_CALL: [Kind; 16] = [
         Kind::Read,
         Kind::ReadShort,
         Kind::Insert,
@@ -97,6 +121,10 @@ impl Kind {
         Kind::DynamicWrite,
         Kind::ReadWriteRead,
         Kind::InsertLoop,
+        Kind::TimedRead,
+        Kind::TimedReadTight,
+        Kind::TimedInsert,
+        Kind::TimedUpsert,
     ];
 
     /// The kinds a path runs.
@@ -110,9 +138,14 @@ impl Kind {
     /// How the driver retries the operation's one attempt (the kinds both paths run).
     pub fn access(self) -> Access {
         match self {
-            Kind::Read | Kind::ReadShort | Kind::DynamicRead => Access::Read,
-            Kind::Upsert => Access::Idempotent,
+            Kind::Read
+            | Kind::ReadShort
+            | Kind::DynamicRead
+            | Kind::TimedRead
+            | Kind::TimedReadTight => Access::Read,
+            Kind::Upsert | Kind::TimedUpsert => Access::Idempotent,
             Kind::Insert
+            | Kind::TimedInsert
             | Kind::InsertBudgeted
             | Kind::Batch
             | Kind::Exec
@@ -130,7 +163,8 @@ impl Kind {
             | Kind::InsertBudgeted
             | Kind::Exec
             | Kind::DynamicWrite
-            | Kind::InsertLoop => 1,
+            | Kind::InsertLoop
+            | Kind::TimedInsert => 1,
             Kind::Batch => 2,
             _ => 0,
         }
@@ -152,12 +186,24 @@ impl Kind {
         path == Path::Macro && self.access() != Access::Idempotent
     }
 
+    /// Whether the kind runs with time limits, and meets the fault plan's stalls.
+    pub fn timed(self) -> bool {
+        matches!(
+            self,
+            Kind::TimedRead | Kind::TimedReadTight | Kind::TimedInsert | Kind::TimedUpsert
+        )
+    }
+
     pub fn policy(self, path: Path) -> RetryPolicy {
         match (self, path) {
             (Kind::ReadShort | Kind::Duplicate, Path::Driver) => DRIVER_SHORT,
             (Kind::ReadShort | Kind::Duplicate, Path::Macro) => MACRO_SHORT,
             (Kind::InsertBudgeted, Path::Driver) => DRIVER_BUDGETED,
             (Kind::InsertBudgeted, Path::Macro) => MACRO_BUDGETED,
+            (Kind::TimedRead | Kind::TimedInsert | Kind::TimedUpsert, Path::Driver) => DRIVER_TIMED,
+            (Kind::TimedRead | Kind::TimedInsert | Kind::TimedUpsert, Path::Macro) => MACRO_TIMED,
+            (Kind::TimedReadTight, Path::Driver) => DRIVER_TIMED_TIGHT,
+            (Kind::TimedReadTight, Path::Macro) => MACRO_TIMED_TIGHT,
             (_, Path::Driver) => DRIVER_DEFAULT,
             (_, Path::Macro) => MACRO_DEFAULT,
         }
@@ -186,6 +232,12 @@ pub const BATCH_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'batch
 pub const DUPLICATE_SQL: &str = "INSERT INTO uniq (email, op) VALUES ('taken@example.com', ?1)";
 pub const DYNAMIC_READ_SQL: &str = "SELECT count(*) AS n, ?1 AS op FROM kv WHERE key >= ?2";
 pub const DYNAMIC_WRITE_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'dynamic')";
+/// What the stalls of the fault plan look for: only the timed kinds' SQL contains it.
+pub const TIMED_MARK: &str = "timed";
+pub const TIMED_READ_SQL: &str = "SELECT value, ?1 AS op FROM kv /* timed */ WHERE key = ?2";
+pub const TIMED_INSERT_SQL: &str = "INSERT INTO writes (op_id, kind) VALUES (?1, 'timed')";
+pub const TIMED_UPSERT_SQL: &str = "INSERT INTO kv (key, value, op) VALUES (?2, ?3, ?1) /* timed */ \
+                          ON CONFLICT (key) DO UPDATE SET value = excluded.value, op = excluded.op";
 
 pub fn exec_sql(op: i64) -> String {
     format!("/* op {op} */ INSERT INTO writes (op_id, kind) VALUES ({op}, 'exec')")
@@ -337,6 +389,62 @@ impl Repo<'_> {
                 .await?;
         }
         Ok(())
+    }
+
+    /// A read with the recommended time limits: a stalled attempt is cut after 2 s and
+    /// retried, the call ends by its 10 s deadline.
+    #[d1_retry(policy = MACRO_DEFAULT, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
+    pub async fn timed_read(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
+        self.stamp(op);
+        self.db
+            .prepare("SELECT value, ?1 AS op FROM kv /* timed */ WHERE key = ?2")
+            .bind(&[op.into(), key.into()])?
+            .first(Some("value"))
+            .await
+    }
+
+    /// The same read with a 5 s deadline: a third stalled attempt is cut by the deadline.
+    #[d1_retry(policy = MACRO_DEFAULT, attempt_timeout_ms = 2000, deadline_ms = 5000)]
+    pub async fn timed_read_tight(&self, op: i64, key: i64) -> Result<Option<i64>, Error> {
+        self.stamp(op);
+        self.db
+            .prepare("SELECT value, ?1 AS op FROM kv /* timed */ WHERE key = ?2")
+            .bind(&[op.into(), key.into()])?
+            .first(Some("value"))
+            .await
+    }
+
+    /// An insert with time limits: a stalled insert is cut and handed back, never retried
+    /// (it may have run).
+    #[d1_retry(policy = MACRO_DEFAULT, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
+    pub async fn timed_insert(&self, op: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db
+            .prepare("INSERT INTO writes (op_id, kind) VALUES (?1, 'timed')")
+            .bind(&[op.into()])?
+            .run()
+            .await
+            .map(|_| ())
+    }
+
+    /// An idempotent upsert with time limits: each whole attempt is cut after 2 s.
+    #[d1_retry(
+        idempotent,
+        policy = MACRO_DEFAULT,
+        attempt_timeout_ms = 2000,
+        deadline_ms = 10_000
+    )]
+    pub async fn timed_upsert(&self, op: i64, key: i64, value: i64) -> Result<(), Error> {
+        self.stamp(op);
+        self.db
+            .prepare(
+                "INSERT INTO kv (key, value, op) VALUES (?2, ?3, ?1) /* timed */ \
+                 ON CONFLICT (key) DO UPDATE SET value = excluded.value, op = excluded.op",
+            )
+            .bind(&[op.into(), key.into(), value.into()])?
+            .run()
+            .await
+            .map(|_| ())
     }
 
     /// SQL known only at run time: the attribute scans it where it is prepared.

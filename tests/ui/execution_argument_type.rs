@@ -4,8 +4,7 @@ use d1_retry::d1_retry;
 mod db;
 use db::{Db, DbError};
 
-// A wrong argument to an execution: the error belongs at the argument. (It is reported at
-// `#[d1_retry]` for now: a macro bug, see the report of issue 9.)
+// A wrong argument to an execution: the error belongs at the argument.
 #[d1_retry]
 async fn purge(db: &Db, id: i64) -> Result<u64, DbError> {
     db.exec(id).await

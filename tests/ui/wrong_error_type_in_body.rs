@@ -4,8 +4,7 @@ use d1_retry::d1_retry;
 mod db;
 use db::Db;
 
-// The `?` error belongs at the `?` and the expression before it. (It is reported at
-// `#[d1_retry]` for now: a macro bug, see the report of issue 9.)
+// The `?` error belongs at the `?` and the expression before it.
 #[d1_retry]
 async fn find(db: &Db) -> Result<Option<i64>, String> {
     let row = db.prepare("SELECT 1").first().await?;

@@ -1,7 +1,5 @@
-//! Should pass. A parenthesized receiver becomes a `match` scrutinee with its parentheses,
-//! and rustc's lint fires in the user's code: error: unnecessary parentheses around
-//! `match` scrutinee expression (`#[deny(unused_parens)]` implied by `#[deny(warnings)]`),
-//! spanned at the user's parentheses. Without the attribute there is no warning.
+//! A parenthesized receiver loses its parentheses in the rewrite, so `unused_parens`
+//! does not fire in the user's code.
 #![deny(warnings)]
 
 use d1_retry::d1_retry;

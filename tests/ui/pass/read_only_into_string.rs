@@ -1,8 +1,5 @@
-//! Should pass (or fail with the attribute's own message). Under `read_only`, dynamic SQL
-//! goes through `Attempt::observe<S: AsRef<str>>`, so SQL that `prepare` accepts as
-//! `impl Into<String>` but that is not `AsRef<str>` fails with error[E0277]: the trait
-//! bound `Query: AsRef<str>` is not satisfied, "required by a bound in
-//! `d1_retry::__private::Attempt::observe`". The default mode counts such SQL as a write.
+//! Under `read_only`, SQL that `prepare` accepts as `impl Into<String>` but that is not
+//! `AsRef<str>` compiles: it cannot be read, so the attempt counts it as a write.
 #![deny(warnings)]
 
 use d1_retry::d1_retry;

@@ -1,7 +1,6 @@
-//! Should pass; compiles, but its assertions fail: a write runs twice. A `let mut`
-//! statement variable keeps the verdict of its first SQL when it is replaced other than by
-//! `stmt = ..` (`std::mem::replace`, a destructuring assignment, through `&mut`), so a
-//! `DELETE` that failed with "Network connection lost" (maybe executed) is retried as a read.
+//! A `let mut` statement variable may be replaced (`std::mem::replace`, a destructuring
+//! assignment, through `&mut`), so its SQL is out of sight: a `DELETE` swapped in for the
+//! `SELECT` and failing with "Network connection lost" (maybe executed) is not retried.
 #![deny(warnings)]
 
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,7 +1,6 @@
-//! Should pass. A receiver that is a place but not a variable or field of one
-//! (`v[0]`, `(*r)`, `self.state().db`) is bound by value in a `match`, which moves it:
-//! error[E0507]: cannot move out of index of `Vec<Statement>` / of `*statement` which is
-//! behind a shared reference / of a shared reference, spanned at `#[d1_retry]`.
+//! A receiver that is a place but not a variable or field of one (`v[0]`, `(*r)`,
+//! `self.state().db`) is borrowed for the execution, never moved out of (which would not
+//! compile: E0507).
 #![deny(warnings)]
 
 use d1_retry::d1_retry;
