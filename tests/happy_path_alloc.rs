@@ -23,6 +23,12 @@ impl std::fmt::Display for DbError {
 
 impl std::error::Error for DbError {}
 
+impl From<d1_retry::TimedOut> for DbError {
+    fn from(_: d1_retry::TimedOut) -> Self {
+        DbError
+    }
+}
+
 /// A stand-in for `worker::D1Database` whose statements succeed on their first poll.
 struct Db;
 
@@ -67,6 +73,16 @@ impl Repo {
 
     #[d1_retry]
     async fn find(&self, id: i64) -> Result<usize, DbError> {
+        self.db
+            .prepare("SELECT id, name FROM users WHERE id = ?1")
+            .bind(id)
+            .run()
+            .await
+    }
+
+    /// With the recommended time limits (its future's size is reported below).
+    #[d1_retry(attempt_timeout_ms = 2000, deadline_ms = 10_000)]
+    async fn find_timed(&self, id: i64) -> Result<usize, DbError> {
         self.db
             .prepare("SELECT id, name FROM users WHERE id = ?1")
             .bind(id)
@@ -157,6 +173,10 @@ fn future_sizes_are_reported() {
     let sizes = [
         ("plain read", size_of_val(&repo.find_plain(7))),
         ("#[d1_retry] read", size_of_val(&repo.find(7))),
+        (
+            "#[d1_retry(attempt_timeout_ms, deadline_ms)] read",
+            size_of_val(&repo.find_timed(7)),
+        ),
         ("plain write", size_of_val(&repo.rename_plain(7))),
         ("#[d1_retry] write", size_of_val(&repo.rename(7))),
         (

@@ -452,11 +452,21 @@ impl Finder<'_> {
         let turbofish = &call.turbofish;
         let classify = self.classify(span);
         let dot = call.dot_token;
+        let timed = self.names.timed;
         let site = |receiver: &TokenStream| {
-            quote_spanned! {span=>
-                (&&#private::Receiver::of(&#receiver)).d1_site()
-                    .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
-                    #classify
+            if timed {
+                quote_spanned! {span=>
+                    (&&#private::Receiver::of(&#receiver)).d1_site()
+                        .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                        #classify
+                }
+            } else {
+                // One runtime call per site: the dispatch, the retry loop and the error's
+                // classification together.
+                quote_spanned! {span=>
+                    (&&#private::Receiver::of(&#receiver))
+                        .d1_execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                }
             }
         };
         let receiver = strip_parens(&call.receiver);
@@ -539,13 +549,23 @@ impl Finder<'_> {
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let span = base.span();
-        let classify = self.classify(span);
-        let body = quote_spanned! {span=>
-            match #base {
-                #recv => (&&#private::Receiver::of(&#recv)).d1_site()
-                    .awaited(#call_ident, #access, #recv)
-                    #classify
-                    .await
+        let body = if self.names.timed {
+            let classify = self.classify(span);
+            quote_spanned! {span=>
+                match #base {
+                    #recv => (&&#private::Receiver::of(&#recv)).d1_site()
+                        .awaited(#call_ident, #access, #recv)
+                        #classify
+                        .await
+                }
+            }
+        } else {
+            quote_spanned! {span=>
+                match #base {
+                    #recv => (&&#private::Receiver::of(&#recv))
+                        .d1_await(#call_ident, #access, #recv)
+                        .await
+                }
             }
         };
         Some(self.with_slot(body, &slot, statements.scans))

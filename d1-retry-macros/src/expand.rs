@@ -191,10 +191,11 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     let value = local("__d1_retry_value");
     let idempotent = !read_only;
     let cut = local("__d1_retry_cut");
+    let pinned = local("__d1_retry_pinned");
     let run_attempt = if *timed {
         // The check at the option guarantees `From<TimedOut>` for the error type.
         quote! {
-            match #driver.attempt(#private::scoped(#attempt_body)).await {
+            match #driver.attempt(#private::Scoped::new(#pinned.as_mut())).await {
                 ::core::result::Result::Ok(#result) => #result,
                 ::core::result::Result::Err(#cut) => {
                     let #delay = #driver.next_delay(
@@ -225,7 +226,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
             }
         }
     } else {
-        quote!(#private::scoped(#attempt_body).await)
+        quote!(#private::Scoped::new(#pinned.as_mut()).await)
     };
     // Spanned at the error type, so an error type the runtime cannot read is reported there.
     let failure = quote_spanned! {*error_span=>
@@ -243,6 +244,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
         loop {
             let #record = #private::Attempt::new(#name, #read_only);
             let #attempt = &#record;
+            let mut #pinned = ::core::pin::pin!(#attempt_body);
             let #result: #output = #run_attempt;
             // The error lives in this block only, so it is dropped before the wait and an
             // error that is not `Send` never makes the future `!Send`.

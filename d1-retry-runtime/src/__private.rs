@@ -10,10 +10,10 @@ pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
 pub use crate::operation::OperationName;
 pub use crate::read_only::is_read_only;
 pub use crate::receiver::{
-    Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried, ViaD1Receiver,
+    ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried, ViaD1Receiver,
     ViaOtherReceiver, ViaSqlOther, ViaSqlText,
 };
-pub use crate::scope::{nested, scoped};
+pub use crate::scope::{Scoped, nested, scoped};
 pub use crate::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,
 };

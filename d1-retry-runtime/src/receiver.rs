@@ -72,8 +72,42 @@ impl<R: ?Sized> Receiver<R> {
 
 /// Picked for receivers marked [`D1Receiver`].
 pub trait ViaD1Receiver {
-    /// The site that retries.
+    /// The site that retries, for the timed path (see [`Pending::classify_timed`]).
     fn d1_site(&self) -> Retrying;
+
+    /// Makes `attempt(args)`, retried as `access` allows on the call's schedule: the
+    /// whole site in one call, so that each execution instantiates one runtime future.
+    fn d1_execute<'c, S, A, F, Fut, T, E>(
+        &self,
+        call: &'c Call<'c, S>,
+        args: A,
+        access: Access,
+        attempt: F,
+    ) -> impl Future<Output = Result<T, E>> + use<'c, Self, S, A, F, Fut, T, E>
+    where
+        S: Sleeper,
+        A: Clone,
+        F: FnMut(A) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: ExecutionError,
+    {
+        execute(call, access, args, attempt, E::d1_failure)
+    }
+
+    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone.
+    fn d1_await<'c, S, R, T, E>(
+        &self,
+        call: &'c Call<'c, S>,
+        access: Access,
+        statement: R,
+    ) -> impl Future<Output = Result<T, E>> + use<'c, Self, S, R, T, E>
+    where
+        S: Sleeper,
+        R: IntoFuture<Output = Result<T, E>> + Clone,
+        E: ExecutionError,
+    {
+        execute(call, access, (), move |()| statement.clone().into_future(), E::d1_failure)
+    }
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
@@ -85,14 +119,52 @@ impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
 
 /// Picked for every other receiver.
 pub trait ViaOtherReceiver {
-    /// The site that makes the call as written.
+    /// The site that makes the call as written, for the timed path.
     fn d1_site(&self) -> Plain;
+
+    /// Makes `attempt(args)` once: the call as written.
+    #[inline(always)]
+    fn d1_execute<S, A, R>(
+        &self,
+        _call: &Call<'_, S>,
+        args: A,
+        _access: Access,
+        attempt: impl FnOnce(A) -> R,
+    ) -> R {
+        attempt(args)
+    }
+
+    /// Turns `value` into its future, as `.await` does.
+    #[inline(always)]
+    fn d1_await<S, R: IntoFuture>(&self, _call: &Call<'_, S>, _access: Access, value: R) -> R::IntoFuture {
+        value.into_future()
+    }
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
     #[inline(always)]
     fn d1_site(&self) -> Plain {
         Plain
+    }
+}
+
+/// The error of an execution on a [`D1Receiver`], read by the classifier: any
+/// `std::error::Error + 'static`, with its `source()` chain (`worker::Error`, the testing
+/// kit's error, your own).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is the error of a D1 execution, but d1-retry cannot read it: it is not `std::error::Error + 'static`",
+    label = "the error this call returns",
+    note = "a `D1Receiver`'s executions return `Result<T, E>` with `E: std::error::Error + 'static`; implement `Display`, `Debug` and `std::error::Error` for it"
+)]
+pub trait ExecutionError {
+    /// The failure the driver decides with.
+    fn d1_failure(&self) -> Failure<'_>;
+}
+
+impl<E: std::error::Error + 'static> ExecutionError for E {
+    #[inline]
+    fn d1_failure(&self) -> Failure<'_> {
+        Failure::from_error(self)
     }
 }
 

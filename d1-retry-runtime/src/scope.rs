@@ -32,6 +32,34 @@ pub async fn scoped<F: Future>(attempt: F) -> F::Output {
     core::future::poll_fn(|cx| enter(|| attempt.as_mut().poll(cx))).await
 }
 
+/// A pinned attempt polled inside the scope: what the whole-body expansion awaits. A plain
+/// struct rather than an `async fn`, so that each annotated function adds no state machine
+/// for it.
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct Scoped<'a, F> {
+    attempt: core::pin::Pin<&'a mut F>,
+}
+
+impl<'a, F: Future> Scoped<'a, F> {
+    /// Polls `attempt` inside the scope.
+    pub fn new(attempt: core::pin::Pin<&'a mut F>) -> Self {
+        Scoped { attempt }
+    }
+}
+
+impl<F: Future> Future for Scoped<'_, F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: core::pin::Pin<&mut Self>,
+        cx: &mut core::task::Context<'_>,
+    ) -> core::task::Poll<F::Output> {
+        let this = self.get_mut();
+        enter(|| this.attempt.as_mut().poll(cx))
+    }
+}
+
 /// Runs `poll` with the depth raised, lowering it again even if `poll` panics.
 fn enter<T>(poll: impl FnOnce() -> T) -> T {
     struct Exit;
@@ -77,6 +105,13 @@ mod tests {
             Poll::Pending => panic!("the attempt should be ready"),
         };
         assert_eq!(poll_once(escaped), Poll::Ready(false));
+    }
+
+    #[test]
+    fn a_pinned_attempt_is_polled_inside_the_scope() {
+        let mut attempt = core::pin::pin!(async { nested() });
+        assert_eq!(poll_once(Scoped::new(attempt.as_mut())), Poll::Ready(true));
+        assert!(!nested());
     }
 
     #[test]

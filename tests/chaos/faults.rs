@@ -1,5 +1,7 @@
 //! When the local D1 fails: bursts in virtual time and in call order, writes that ran and
-//! whose caller hears otherwise, and background noise with every documented message.
+//! whose caller hears otherwise, background noise with every documented message, and, for
+//! the operations with time limits, stalls: before and after execution, ending in success
+//! or in failure, and minutes in which D1 hangs.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -10,6 +12,8 @@ use d1_retry::testing::{Clock, Fault, FaultPlan, Message, Operation, Timing};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
+
+use crate::repository::TIMED_MARK;
 
 /// When each D1 call was made (virtual time), by the call's index on the database.
 ///
@@ -59,6 +63,20 @@ fn in_time_burst(seed: u64, salt: u64, now: Duration) -> bool {
         return false;
     }
     let length = 4_000 + (h >> 8) % 6_000;
+    let start = (h >> 24) % (PERIOD - length);
+    (start..start + length).contains(&(now % PERIOD))
+}
+
+/// D1 hanging, as operators report it: in some 2-minute periods, every call made during
+/// 20-60 s hangs.
+fn in_hang(seed: u64, now: Duration) -> bool {
+    const PERIOD: u64 = 120_000;
+    let now = u64::try_from(now.as_millis()).unwrap_or(u64::MAX);
+    let h = hash(&[seed, 0x57A1, now / PERIOD]);
+    if !h.is_multiple_of(2) {
+        return false;
+    }
+    let length = 20_000 + (h >> 8) % 40_000;
     let start = (h >> 24) % (PERIOD - length);
     (start..start + length).contains(&(now % PERIOD))
 }
@@ -144,6 +162,66 @@ pub fn fault_plan(seed: u64, clock: &Clock, stamps: &CallStamps) -> FaultPlan {
                     .with_probability(0.006, rng.random()),
             );
         }
+    }
+    // Stalls, on the operations with time limits only (the others would wait each one
+    // out): shorter than the 2 s attempt timeout and far longer; before execution (a call
+    // given up then never runs) and after it (the statement is committed, then the answer
+    // hangs); ending in success, or in failure.
+    let secs = Duration::from_secs;
+    for (stall, timing) in [
+        (1, BeforeExecution),
+        (3, BeforeExecution),
+        (40, BeforeExecution),
+        (1, AfterExecution),
+        (5, AfterExecution),
+        (60, AfterExecution),
+    ] {
+        plan.push(
+            Fault::stall(secs(stall))
+                .timing(timing)
+                .when_sql_contains(TIMED_MARK)
+                .with_probability(0.015, rng.random()),
+        );
+    }
+    for (message, timing, stall) in [
+        // Not executed after a hang: retried, a write too.
+        (CannotResolve, BeforeExecution, 1),
+        (StorageReset, BeforeExecution, 3),
+        // The storage-timeout reset that ends a long stall: permanent.
+        (StorageTimeout, BeforeExecution, 45),
+        (NetworkConnectionLost, AfterExecution, 1),
+        (InternalError, AfterExecution, 30),
+    ] {
+        plan.push(
+            Fault::new(message)
+                .timing(timing)
+                .stalling(secs(stall))
+                .when_sql_contains(TIMED_MARK)
+                .with_probability(0.015, rng.random()),
+        );
+    }
+    // Hang, then run and commit, then fail: a caller that gives up during the hang
+    // cancels the statement.
+    plan.push(
+        Fault::new(StorageReset)
+            .after_execution()
+            .stall_timing(BeforeExecution)
+            .stalling(secs(4))
+            .when_sql_contains(TIMED_MARK)
+            .with_probability(0.015, rng.random()),
+    );
+    // D1 unresponsive for up to a minute: every call made then hangs 60 s and fails, half
+    // of the writes committed first.
+    for (timing, share) in [(AfterExecution, 0.5), (BeforeExecution, 1.0)] {
+        let clock = clock.clone();
+        let mut coin = SmallRng::seed_from_u64(rng.random());
+        plan.push(
+            Fault::new(StorageTimeout)
+                .timing(timing)
+                .stalling(secs(60))
+                .when_sql_contains(TIMED_MARK)
+                .when(move |_| in_hang(seed, clock.now()) && coin.random_bool(share)),
+        );
     }
     plan
 }

@@ -1,6 +1,8 @@
 //! Chaos: thousands of randomized calls through `#[d1_retry]` methods and through the
 //! `Retry` driver, against the local D1 failing with every documented message, before and
-//! after execution, in random faults and in bursts that outlast the retry schedule.
+//! after execution, in random faults and in bursts that outlast the retry schedule; and,
+//! for the operations with time limits (`attempt_timeout_ms`/`deadline_ms`,
+//! `Retry::run_timed`), hanging before or after execution, then answering or failing.
 //!
 //! After each round, the database itself is the judge:
 //! - no write is applied twice; a write the caller saw succeed is there exactly once; a
@@ -14,7 +16,11 @@
 //!   once it completed (a read, an insert and a read in one method; a loop of inserts);
 //!   the executions of one call shared `max_attempts - 1` retries, none made more than
 //!   `max_attempts` attempts, and the n-th retry of the call waited within the policy's
-//!   bounds for retry n (tokio's paused clock: the waits are virtual and exact).
+//!   bounds for retry n (tokio's paused clock: the waits are virtual and exact);
+//! - a stall longer than its call's time limit was cut exactly at the limit, and no other;
+//!   a cut read was retried, a cut write handed back with a `TimedOut` naming the limit
+//!   (and in the database at most once: exactly when D1 had run it); the caller had its
+//!   answer when its last call ended, and no call passed its deadline.
 //!
 //! The suite, by concept: [`faults`] is when the local D1 fails, [`repository`] the
 //! operations (`#[d1_retry]` methods, their SQL and policies), [`harness`] runs them in
@@ -107,6 +113,20 @@ fn assert_exercised(harness: &Harness, ops: u64) {
     );
     assert!(
         tally.maybe_executed_write_errors > 0 && tally.permanent_errors > 0 && tally.exhausted > 0,
+        "{}",
+        harness.summary()
+    );
+    // The stalls struck the operations with time limits: calls cut by each limit, cut reads
+    // retried, cut writes handed back (some after D1 had run them), calls stopped before a
+    // wait past their deadline.
+    assert!(
+        tally.stalled_calls > 0
+            && tally.attempt_timeouts > 0
+            && tally.deadline_cuts > 0
+            && tally.timed_out_reads_retried > 0
+            && tally.timed_out_writes_handed_back > 0
+            && tally.timed_out_writes_in_database > 0
+            && tally.deadline_stops > 0,
         "{}",
         harness.summary()
     );
