@@ -68,7 +68,10 @@ strip_d1_retry() { # strip_d1_retry DIR: the same routes, plain D1 calls
     local dir="$1"
     sed -i '/^d1-retry = /d' "$dir/Cargo.toml"
     rm "$dir/src/policy.rs"
+    # The native-only `use` of the testing kit goes with its `cfg` line, so that the `cfg`
+    # does not fall onto the next item (the wasm32 `use worker::..`).
     sed -i -e '/^[[:space:]]*#\[d1_retry\b.*\][[:space:]]*$/d' \
+        -e '/^#\[cfg(not(target_arch = "wasm32"))\]$/{N;/\nuse d1_retry::/d;}' \
         -e '/^use d1_retry::/d' -e '/^use crate::policy::POLICY;$/d' -e '/^mod policy;$/d' \
         "$dir"/src/*.rs
     # D1Retry wraps the binding once; without it the binding is used as it is.

@@ -6,6 +6,7 @@ use crate::decide::Access;
 use crate::driver::Driver;
 use crate::failure::Failure;
 use crate::operation::OperationName;
+use crate::scope::Scoped;
 use crate::timeout::TimedOut;
 use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 
@@ -117,7 +118,7 @@ impl<'a, S> Retry<'a, S> {
     }
 }
 
-impl<S: Sleeper> Retry<'_, S> {
+impl<'a, S: Sleeper> Retry<'a, S> {
     /// Runs `attempt` until it succeeds or must not be retried; errors are classified with
     /// [`classify`](crate::classify), their `source()` chain included.
     ///
@@ -130,7 +131,7 @@ impl<S: Sleeper> Retry<'_, S> {
         Fut: Future<Output = Result<T, E>>,
         E: Error + 'static,
     {
-        self.drive(ByError, attempt, None).await
+        self.drive(ByError, attempt).await
     }
 
     /// Like [`run`](Self::run), within the policy's time limits: an attempt still running
@@ -159,7 +160,7 @@ impl<S: Sleeper> Retry<'_, S> {
         Fut: Future<Output = Result<T, E>>,
         E: Error + From<TimedOut> + 'static,
     {
-        self.drive(ByError, attempt, Some(E::from)).await
+        self.drive_timed(attempt, E::from).await
     }
 
     /// Like [`run`](Self::run), for error types that are not `std::error::Error`
@@ -182,52 +183,30 @@ impl<S: Sleeper> Retry<'_, S> {
         Fut: Future<Output = Result<T, E>>,
         E: Display,
     {
-        self.drive(ByFn(classify), attempt, None).await
+        self.drive(ByFn(classify), attempt).await
     }
 
-    pub(crate) async fn drive<T, E, C, F, Fut>(
-        self,
-        mut classifier: C,
-        mut attempt: F,
-        timed_out: Option<fn(TimedOut) -> E>,
-    ) -> Result<T, E>
+    /// The loop of [`run`](Self::run) and [`run_by`](Self::run_by): no time limits, so
+    /// its future holds no timer.
+    pub(crate) async fn drive<T, E, C, F, Fut>(self, mut classifier: C, mut attempt: F) -> Result<T, E>
     where
         C: Classifier<E>,
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let mut driver = Driver::new(
-            self.policy,
-            OperationName::Named(self.operation),
-            self.sleeper,
-        )
-        .with_seed(self.seed);
+        let (mut driver, access) = self.into_driver();
         loop {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own.
-            let scoped = crate::scope::scoped(attempt());
-            let outcome = match timed_out {
-                Some(into) => driver.attempt(scoped).await.map_err(|cut| (cut, into)),
-                None => Ok(scoped.await),
-            };
-            let error = match outcome {
-                Ok(Ok(value)) => {
+            let mut current = core::pin::pin!(attempt());
+            let error = match Scoped::new(current.as_mut()).await {
+                Ok(value) => {
                     driver.succeeded();
                     return Ok(value);
                 }
-                Ok(Err(error)) => error,
-                Err((cut, into)) => {
-                    let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
-                    match driver.next_delay(&failure, self.access) {
-                        Some(delay) => {
-                            driver.sleep(delay).await;
-                            continue;
-                        }
-                        None => return Err(into(cut)),
-                    }
-                }
+                Err(error) => error,
             };
             let failure = classifier.failure(&error);
-            match driver.next_delay(&failure, self.access) {
+            match driver.next_delay(&failure, access) {
                 Some(delay) => {
                     // Dropped before the wait, so a `!Send` error never lives across it.
                     drop(error);
@@ -236,6 +215,44 @@ impl<S: Sleeper> Retry<'_, S> {
                 None => return Err(error),
             }
         }
+    }
+
+    /// The loop of [`run_timed`](Self::run_timed): each attempt raced against the policy's
+    /// time limits, a cut one handed back as `timed_out(cut)` when it is not retried.
+    async fn drive_timed<T, E, F, Fut>(self, mut attempt: F, timed_out: fn(TimedOut) -> E) -> Result<T, E>
+    where
+        E: Error + 'static,
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let (mut driver, access) = self.into_driver();
+        loop {
+            let mut current = core::pin::pin!(attempt());
+            let delay = match driver.attempt(Scoped::new(current.as_mut())).await {
+                Ok(Ok(value)) => {
+                    driver.succeeded();
+                    return Ok(value);
+                }
+                Ok(Err(error)) => match driver.next_delay(&Failure::from_error(&error), access) {
+                    Some(delay) => delay,
+                    None => return Err(error),
+                },
+                Err(cut) => {
+                    let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
+                    match driver.next_delay(&failure, access) {
+                        Some(delay) => delay,
+                        None => return Err(timed_out(cut)),
+                    }
+                }
+            };
+            driver.sleep(delay).await;
+        }
+    }
+
+    fn into_driver(self) -> (Driver<'a, S>, Access) {
+        let driver = Driver::new(self.policy, OperationName::Named(self.operation), self.sleeper)
+            .with_seed(self.seed);
+        (driver, self.access)
     }
 }
 
