@@ -10,8 +10,8 @@ pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
 pub use crate::operation::OperationName;
 pub use crate::read_only::is_read_only;
 pub use crate::receiver::{
-    ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried, ViaD1Receiver,
-    ViaOtherReceiver, ViaSqlOther, ViaSqlText,
+    ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried,
+    ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText,
 };
 pub use crate::scope::{Scoped, nested, scoped};
 pub use crate::timeout::{

@@ -106,7 +106,13 @@ pub trait ViaD1Receiver {
         R: IntoFuture<Output = Result<T, E>> + Clone,
         E: ExecutionError,
     {
-        execute(call, access, (), move |()| statement.clone().into_future(), E::d1_failure)
+        execute(
+            call,
+            access,
+            (),
+            move |()| statement.clone().into_future(),
+            E::d1_failure,
+        )
     }
 }
 
@@ -136,7 +142,12 @@ pub trait ViaOtherReceiver {
 
     /// Turns `value` into its future, as `.await` does.
     #[inline(always)]
-    fn d1_await<S, R: IntoFuture>(&self, _call: &Call<'_, S>, _access: Access, value: R) -> R::IntoFuture {
+    fn d1_await<S, R: IntoFuture>(
+        &self,
+        _call: &Call<'_, S>,
+        _access: Access,
+        value: R,
+    ) -> R::IntoFuture {
         value.into_future()
     }
 }

@@ -188,7 +188,11 @@ impl<'a, S: Sleeper> Retry<'a, S> {
 
     /// The loop of [`run`](Self::run) and [`run_by`](Self::run_by): no time limits, so
     /// its future holds no timer.
-    pub(crate) async fn drive<T, E, C, F, Fut>(self, mut classifier: C, mut attempt: F) -> Result<T, E>
+    pub(crate) async fn drive<T, E, C, F, Fut>(
+        self,
+        mut classifier: C,
+        mut attempt: F,
+    ) -> Result<T, E>
     where
         C: Classifier<E>,
         F: FnMut() -> Fut,
@@ -219,7 +223,11 @@ impl<'a, S: Sleeper> Retry<'a, S> {
 
     /// The loop of [`run_timed`](Self::run_timed): each attempt raced against the policy's
     /// time limits, a cut one handed back as `timed_out(cut)` when it is not retried.
-    async fn drive_timed<T, E, F, Fut>(self, mut attempt: F, timed_out: fn(TimedOut) -> E) -> Result<T, E>
+    async fn drive_timed<T, E, F, Fut>(
+        self,
+        mut attempt: F,
+        timed_out: fn(TimedOut) -> E,
+    ) -> Result<T, E>
     where
         E: Error + 'static,
         F: FnMut() -> Fut,
@@ -250,8 +258,12 @@ impl<'a, S: Sleeper> Retry<'a, S> {
     }
 
     fn into_driver(self) -> (Driver<'a, S>, Access) {
-        let driver = Driver::new(self.policy, OperationName::Named(self.operation), self.sleeper)
-            .with_seed(self.seed);
+        let driver = Driver::new(
+            self.policy,
+            OperationName::Named(self.operation),
+            self.sleeper,
+        )
+        .with_seed(self.seed);
         (driver, self.access)
     }
 }
