@@ -464,8 +464,8 @@ impl Finder<'_> {
                 // One runtime call per site: the dispatch, the retry loop and the error's
                 // classification together.
                 quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver))
-                        .d1_execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                    (&&#private::Receiver::of(&#receiver)).d1_site()
+                        .run(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                 }
             }
         };
@@ -562,8 +562,8 @@ impl Finder<'_> {
         } else {
             quote_spanned! {span=>
                 match #base {
-                    #recv => (&&#private::Receiver::of(&#recv))
-                        .d1_await(#call_ident, #access, #recv)
+                    #recv => (&&#private::Receiver::of(&#recv)).d1_site()
+                        .run_awaited(#call_ident, #access, #recv)
                         .await
                 }
             }

@@ -72,48 +72,8 @@ impl<R: ?Sized> Receiver<R> {
 
 /// Picked for receivers marked [`D1Receiver`].
 pub trait ViaD1Receiver {
-    /// The site that retries, for the timed path (see [`Pending::classify_timed`]).
+    /// The site that retries.
     fn d1_site(&self) -> Retrying;
-
-    /// Makes `attempt(args)`, retried as `access` allows on the call's schedule: the
-    /// whole site in one call, so that each execution instantiates one runtime future.
-    fn d1_execute<'c, S, A, F, Fut, T, E>(
-        &self,
-        call: &'c Call<'c, S>,
-        args: A,
-        access: Access,
-        attempt: F,
-    ) -> impl Future<Output = Result<T, E>> + use<'c, Self, S, A, F, Fut, T, E>
-    where
-        S: Sleeper,
-        A: Clone,
-        F: FnMut(A) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        E: ExecutionError,
-    {
-        execute(call, access, args, attempt, E::d1_failure)
-    }
-
-    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone.
-    fn d1_await<'c, S, R, T, E>(
-        &self,
-        call: &'c Call<'c, S>,
-        access: Access,
-        statement: R,
-    ) -> impl Future<Output = Result<T, E>> + use<'c, Self, S, R, T, E>
-    where
-        S: Sleeper,
-        R: IntoFuture<Output = Result<T, E>> + Clone,
-        E: ExecutionError,
-    {
-        execute(
-            call,
-            access,
-            (),
-            move |()| statement.clone().into_future(),
-            E::d1_failure,
-        )
-    }
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
@@ -125,31 +85,8 @@ impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
 
 /// Picked for every other receiver.
 pub trait ViaOtherReceiver {
-    /// The site that makes the call as written, for the timed path.
+    /// The site that makes the call as written.
     fn d1_site(&self) -> Plain;
-
-    /// Makes `attempt(args)` once: the call as written.
-    #[inline(always)]
-    fn d1_execute<S, A, R>(
-        &self,
-        _call: &Call<'_, S>,
-        args: A,
-        _access: Access,
-        attempt: impl FnOnce(A) -> R,
-    ) -> R {
-        attempt(args)
-    }
-
-    /// Turns `value` into its future, as `.await` does.
-    #[inline(always)]
-    fn d1_await<S, R: IntoFuture>(
-        &self,
-        _call: &Call<'_, S>,
-        _access: Access,
-        value: R,
-    ) -> R::IntoFuture {
-        value.into_future()
-    }
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
@@ -198,6 +135,49 @@ pub struct Pending<'c, K, A, F> {
 }
 
 impl Retrying {
+    /// Makes `attempt(args)`, retried as `access` allows on the call's schedule: the
+    /// whole site in one call, so that each execution instantiates one runtime future.
+    /// An inherent method (not the probe's trait), so the future does not borrow the probe.
+    #[inline(always)]
+    pub fn run<'c, S, A, F, Fut, T, E>(
+        self,
+        call: &'c Call<'c, S>,
+        args: A,
+        access: Access,
+        attempt: F,
+    ) -> impl Future<Output = Result<T, E>> + use<'c, S, A, F, Fut, T, E>
+    where
+        S: Sleeper,
+        A: Clone,
+        F: FnMut(A) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: ExecutionError,
+    {
+        execute(call, access, args, attempt, E::d1_failure)
+    }
+
+    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone.
+    #[inline(always)]
+    pub fn run_awaited<'c, S, R, T, E>(
+        self,
+        call: &'c Call<'c, S>,
+        access: Access,
+        statement: R,
+    ) -> impl Future<Output = Result<T, E>> + use<'c, S, R, T, E>
+    where
+        S: Sleeper,
+        R: IntoFuture<Output = Result<T, E>> + Clone,
+        E: ExecutionError,
+    {
+        execute(
+            call,
+            access,
+            (),
+            move |()| statement.clone().into_future(),
+            E::d1_failure,
+        )
+    }
+
     /// Makes `attempt(args)`, retried as `access` allows.
     #[inline(always)]
     pub fn execute<'c, K, A, F, Fut>(
@@ -305,6 +285,29 @@ impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
 pub struct Unretried<R>(R);
 
 impl Plain {
+    /// Makes `attempt(args)` once: the call as written.
+    #[inline(always)]
+    pub fn run<S, A, R>(
+        self,
+        _call: &Call<'_, S>,
+        args: A,
+        _access: Access,
+        attempt: impl FnOnce(A) -> R,
+    ) -> R {
+        attempt(args)
+    }
+
+    /// Turns `value` into its future, as `.await` does.
+    #[inline(always)]
+    pub fn run_awaited<S, R: IntoFuture>(
+        self,
+        _call: &Call<'_, S>,
+        _access: Access,
+        value: R,
+    ) -> R::IntoFuture {
+        value.into_future()
+    }
+
     /// Makes `attempt(args)` once.
     #[inline(always)]
     pub fn execute<K, A, R>(
