@@ -505,4 +505,84 @@ mod tests {
         assert!(!spend_token(&policy, FailureClass::Permanent, false));
         assert_eq!(budget.tokens(), after);
     }
+
+    #[cfg(feature = "tokio")]
+    #[tokio::test(start_paused = true)]
+    async fn the_deadline_bounds_each_attempt_and_each_wait() {
+        let policy = RetryPolicy::DEFAULT
+            .without_budget()
+            .with_attempt_timeout(Duration::from_millis(2000))
+            .with_deadline(Duration::from_millis(300));
+        let timed = TimedCall::new(policy, OperationName::Named("test"));
+        let call = timed.call();
+        assert!(timed.started.is_some(), "a deadline starts the stopwatch");
+        // The deadline (300 ms) is sooner than the attempt timeout (2 s): it is the timer.
+        let limit = call.attempt_limit(timed.started).unwrap();
+        assert_eq!(limit.limit, TimeLimit::Deadline);
+        assert_eq!(limit.timer, Duration::from_millis(300));
+        assert_eq!(limit.reported, Duration::from_millis(300));
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert_eq!(
+            call.remaining(timed.started),
+            Some(Duration::from_millis(200))
+        );
+        assert_eq!(
+            call.attempt_limit(timed.started).unwrap().timer,
+            Duration::from_millis(200)
+        );
+        // A first retry waits 160-240 ms: it fits in the 200 ms left only sometimes, so
+        // with 50 ms left it never does.
+        tokio::time::advance(Duration::from_millis(150)).await;
+        let error = DbError(LOST);
+        let failure = Failure::from_error(&error);
+        let read = Access::ReadOnly;
+        assert_eq!(
+            call.decide_after(&failure, read, 1, None, timed.started, None),
+            None
+        );
+        // Without the stopwatch the same failure is retried: only the clock refused it.
+        assert!(
+            call.decide_after(&failure, read, 1, None, None, None)
+                .is_some()
+        );
+        // An attempt cut by the deadline is never retried.
+        let fresh = TimedCall::new(policy, OperationName::Named("test"));
+        let cut = fresh.call().decide_after(
+            &failure,
+            read,
+            1,
+            Some(TimeLimit::Deadline),
+            fresh.started,
+            None,
+        );
+        assert_eq!(cut, None);
+
+        // The attempt timeout is the timer when it is the sooner one; no deadline, no clock.
+        let short = RetryPolicy::DEFAULT.with_attempt_timeout(Duration::from_millis(50));
+        let untimed_clock = TimedCall::new(short, OperationName::Named("test"));
+        assert!(untimed_clock.started.is_none());
+        let limit = untimed_clock.call().attempt_limit(None).unwrap();
+        assert_eq!(
+            (limit.limit, limit.timer),
+            (TimeLimit::Attempt, Duration::from_millis(50))
+        );
+        let none = TimedCall::new(RetryPolicy::DEFAULT, OperationName::Named("test"));
+        assert!(none.call().attempt_limit(None).is_none());
+    }
+
+    #[test]
+    fn a_success_gives_the_budget_back_its_share() {
+        static TOKENS: crate::RetryTokens = crate::RetryTokens::new();
+        let budget = crate::RetryBudget::new(&TOKENS).with_max_tokens(10);
+        let waits = Waits::default();
+        let call = Call::with_sleeper(
+            RetryPolicy::DEFAULT.with_budget(budget),
+            OperationName::Named("test"),
+            &waits,
+        );
+        assert!(budget.record_failure());
+        let spent = budget.tokens();
+        call.succeeded();
+        assert!(budget.tokens() > spent);
+    }
 }
