@@ -450,11 +450,10 @@ impl Finder<'_> {
         let values: Vec<&Expr> = call.args.iter().collect();
         let name = &call.method;
         let turbofish = &call.turbofish;
-        let classify = self.classify(span);
         let dot = call.dot_token;
-        let timed = self.names.timed;
+        let timed = self.names.timed.then(|| self.classify_timed(span));
         let site = |receiver: &TokenStream| {
-            if timed {
+            if let Some(classify) = &timed {
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
@@ -550,7 +549,7 @@ impl Finder<'_> {
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let span = base.span();
         let body = if self.names.timed {
-            let classify = self.classify(span);
+            let classify = self.classify_timed(span);
             quote_spanned! {span=>
                 match #base {
                     #recv => (&&#private::Receiver::of(&#recv)).d1_site()
@@ -571,22 +570,19 @@ impl Finder<'_> {
         Some(self.with_slot(body, &slot, statements.scans))
     }
 
-    /// `.classify_with(..)`: how the execution reads its error; with time limits, also how
-    /// it turns a `TimedOut` into that error.
-    fn classify(&self, span: Span) -> TokenStream {
+    /// `.classify_timed(..)`, for a function whose policy may have time limits: how the
+    /// execution reads its error, and how it turns a `TimedOut` into that error. (Untimed
+    /// sites go through `Retrying::run`, which classifies on its own.)
+    fn classify_timed(&self, span: Span) -> TokenStream {
         let private = &self.names.private;
         let error = Ident::new("__d1_retry_error", Span::mixed_site());
         let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
         // Spanned at the method, so an error type the runtime cannot read is reported there.
-        if self.names.timed {
-            quote_spanned! {span=>
-                .classify_timed(
-                    |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
-                    |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
-                )
-            }
-        } else {
-            quote_spanned!(span=> .classify_with(|#error| (&&&#private::Probe(#error)).d1_retry_failure()))
+        quote_spanned! {span=>
+            .classify_timed(
+                |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
+                |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
+            )
         }
     }
 

@@ -220,23 +220,8 @@ impl Retrying {
     }
 }
 
-impl<'c, S, A, F> Pending<'c, Call<'c, S>, A, F> {
-    /// The future of the execution; `classify` reads the call's error (a closure, so that
-    /// it is type-checked once the error type is known, as autoref dispatch needs).
-    pub fn classify_with<Fut, T, E, C>(self, classify: C) -> impl Future<Output = Result<T, E>>
-    where
-        S: Sleeper,
-        A: Clone,
-        F: FnMut(A) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        C: for<'e> FnMut(&'e E) -> Failure<'e>,
-    {
-        execute(self.call, self.access, self.args, self.attempt, classify)
-    }
-}
-
 impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
-    /// Like `classify_with` of an untimed call, within the policy's time limits when
+    /// The future of the execution, within the policy's time limits when
     /// `timeouts` finds a conversion of a [`TimedOut`] into the call's error type (the
     /// limits cannot apply without one).
     pub fn classify_timed<Fut, T, E, C>(
@@ -333,12 +318,6 @@ impl Plain {
 }
 
 impl<R> Unretried<R> {
-    /// The call's own value; there is no error to classify.
-    #[inline(always)]
-    pub fn classify_with(self, _classify: impl for<'e> FnOnce(&'e Never) -> Failure<'e>) -> R {
-        self.0
-    }
-
     /// The call's own value; there is no error to classify, and no time limit applies.
     #[inline(always)]
     pub fn classify_timed(
