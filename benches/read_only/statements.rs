@@ -47,6 +47,32 @@ pub fn generate(seed: u64, count: usize) -> Vec<Call> {
         .collect()
 }
 
+/// `count` single-statement reads, the same for the same `seed`: the reads of
+/// [`generate`], plus reads that use write keywords as names and are cut into lines. A
+/// scanner must read each to its end to call it read-only.
+pub fn reads(seed: u64, count: usize) -> Vec<String> {
+    let mut generator = Generator {
+        rng: SmallRng::seed_from_u64(seed ^ 0x5EAD),
+    };
+    (0..count)
+        .map(|_| {
+            if generator.rng.random_bool(0.2) {
+                generator.keyword_read()
+            } else {
+                generator.read()
+            }
+        })
+        .collect()
+}
+
+/// A read of about 100 bytes with `id` in it, so that it is only known at run time.
+pub fn hundred_byte_read(id: u32) -> String {
+    format!(
+        "SELECT id, email, name, role FROM users WHERE id = {id} AND deleted_at IS NULL \
+         ORDER BY created_at LIMIT 1"
+    )
+}
+
 struct Generator {
     rng: SmallRng,
 }
@@ -142,6 +168,28 @@ impl Generator {
             ),
         };
         format!("{comment}{body}")
+    }
+
+    /// A read with columns, aliases and tables named like keywords, as schemas and ORMs
+    /// name them (`replace`, `analyze`, `begin`, `release`).
+    fn keyword_read(&mut self) -> String {
+        let limit = self.rng.random_range(1..100);
+        match self.rng.random_range(0..3) {
+            0 => format!(
+                "SELECT o.id, o.status AS replace, o.total AS analyze, o.note pragma\n  FROM \
+                 orders AS begin\n  JOIN orders o ON o.id = begin.id\n  WHERE o.user_id = ?1 \
+                 AND o.status <> 'refunded'\n  ORDER BY replace, analyze DESC LIMIT {limit}"
+            ),
+            1 => "SELECT release.sku, release.title, release.price AS savepoint\nFROM products \
+                  release\nWHERE release.stock > 0 AND release.meta IS NOT NULL\nORDER BY \
+                  savepoint DESC"
+                .to_owned(),
+            _ => format!(
+                "WITH plan AS (SELECT user_id, SUM(total) AS vacuum FROM orders GROUP BY \
+                 user_id)\nSELECT u.email, plan.vacuum AS reindex FROM plan JOIN users u ON \
+                 u.id = plan.user_id WHERE plan.vacuum > {limit}"
+            ),
+        }
     }
 
     fn write(&mut self) -> String {

@@ -245,12 +245,18 @@ fn lost_reads_are_explained() {
         ("SELECT 1\0", Reason::Unjudged),
         ("SELECT $a(1)", Reason::Unjudged),
         ("PRAGMA user_version", Reason::Pragma),
-        ("EXPLAIN PRAGMA user_version", Reason::Pragma),
+        ("EXPLAIN PRAGMA table_info(users)", Reason::Pragma),
         ("SELECT 1; BEGIN", Reason::Transaction),
         ("/* c */ ATTACH ':memory:' AS aux", Reason::AttachDetach),
         ("REINDEX NOCASE", Reason::NoOpDdl),
         ("SELECT 1 AS\nreindex", Reason::LineBreak),
-        ("SELECT replace FROM users", Reason::KeywordName),
+        ("SELECT 1 /* a\nb */", Reason::LineBreak),
+        ("-- c\nSELECT 'a\nb'", Reason::LineBreak),
+        ("SELECT id,\nreplace FROM users", Reason::LineBreak),
+        (
+            "WITH analyze AS (SELECT 1 AS x) SELECT x FROM analyze",
+            Reason::KeywordName,
+        ),
     ];
     for (sql, reason) in cases {
         assert!(!is_read_only(sql), "{sql:?}");

@@ -106,6 +106,10 @@ fn comments() {
         ("SELECT 1 -- c\nDELETE FROM t", WRITE),
         ("SELECT 1 -- c\n; DELETE FROM t", WRITE),
         ("SELECT 1 /* c */ ; DELETE FROM t", WRITE),
+        // An empty `--` comment ends at its line break too.
+        ("SELECT 1 --\nDELETE FROM t", WRITE),
+        ("SELECT 1 --\n;DELETE FROM t", WRITE),
+        ("SELECT 1 /**/\nDELETE FROM t", WRITE),
         // `-` alone, `/` alone and `*/` outside a comment are operators.
         ("SELECT 2 - 1, 4 / 2 */ 1; DELETE FROM t", WRITE),
         ("SELECT 2 -1; DELETE FROM t", WRITE),
@@ -196,8 +200,42 @@ fn ctes_that_write() {
         ),
         ("WITH x AS (SELECT 1) DELETE FROM t WHERE a IN x", WRITE),
         ("WITH x AS NOT MATERIALIZED (SELECT 1) DELETE FROM t", WRITE),
-        ("WITH x(update) AS (SELECT 1) SELECT * FROM x", WRITE),
         ("WITH x AS (SELECT 1)DELETE FROM t", WRITE),
+        // Only the words outside parentheses can be the statement the `WITH` leads to.
+        ("WITH x(replace) AS (SELECT 1) SELECT * FROM x", READ),
+        (
+            "WITH x AS (SELECT replace, analyze FROM t) SELECT * FROM x",
+            READ,
+        ),
+        ("WITH x AS (SELECT (1) AS pragma) SELECT * FROM x", READ),
+        (
+            "WITH a AS (SELECT 1), b AS (SELECT 2) SELECT replace FROM a, b",
+            READ,
+        ),
+        ("WITH a AS (SELECT 1), b AS (SELECT 2) DELETE FROM t", WRITE),
+        ("WITH a AS ((SELECT 1)) UPDATE t SET a = 1", WRITE),
+        ("WITH x AS (SELECT 1) SELECT 1; DELETE FROM t", WRITE),
+        ("WITH x AS (SELECT 1) VALUES (1); UPDATE t SET a = 1", WRITE),
+        // A keyword where a name of the `WITH` clause goes is taken for a write.
+        ("WITH replace AS (SELECT 1) SELECT * FROM replace", WRITE),
+        ("WITH analyze AS (SELECT 1) SELECT * FROM analyze", WRITE),
+        // Anything odd before the main statement: a write.
+        ("WITH x AS (SELECT 1)) SELECT * FROM x", WRITE),
+        ("WITH x AS (SELECT 1; DELETE FROM t", WRITE),
+        ("WITH x AS (SELECT 1);", WRITE),
+        ("WITH x AS (SELECT 1)", WRITE),
+        ("WITH x AS (SELECT 1) WITH y AS (SELECT 2) SELECT 1", WRITE),
+        ("WITH x AS (SELECT 1) EXPLAIN SELECT 1", WRITE),
+        ("WITH", WRITE),
+        ("WITH x AS (", WRITE),
+        // Parentheses inside strings, names and comments do not count.
+        ("WITH x AS (SELECT ')') DELETE FROM t", WRITE),
+        ("WITH x AS (SELECT \"(\") DELETE FROM t", WRITE),
+        ("WITH x AS (SELECT 1 /* ( */) DELETE FROM t", WRITE),
+        ("WITH x AS (SELECT [)]) SELECT * FROM x", READ),
+        // SQLite refuses these (no write is nested in a `WITH`'s parentheses): nothing runs.
+        ("WITH x(update) AS (SELECT 1) SELECT * FROM x", READ),
+        ("WITH x AS (DELETE FROM t) SELECT 1", READ),
     ]);
 }
 
@@ -219,6 +257,8 @@ fn explain() {
             WRITE,
         ),
         ("EXPLAIN PRAGMA user_version = 1", WRITE),
+        ("EXPLAIN PRAGMA journal_mode", WRITE),
+        ("EXPLAIN BEGIN IMMEDIATE", WRITE),
         ("EXPLAIN", WRITE),
         ("EXPLAIN QUERY", WRITE),
         ("EXPLAIN QUERY PLAN", WRITE),
@@ -243,8 +283,11 @@ fn returning() {
             "WITH x AS (SELECT 1) INSERT INTO t SELECT * FROM x RETURNING rowid",
             WRITE,
         ),
-        ("SELECT 1 RETURNING", WRITE),
         ("SELECT 1 AS returning", READ),
+        ("SELECT 1;\nRETURNING", WRITE),
+        ("SELECT 1,\nreturning FROM t", WRITE),
+        // SQLite refuses it: nothing runs.
+        ("SELECT 1 RETURNING", READ),
     ]);
 }
 
@@ -325,25 +368,38 @@ fn keywords_used_as_names() {
         ("SELECT $a::delete, :b::pragma", READ),
         ("SELECT ?1, ?2, ?", READ),
         ("SELECT 1 AS select_, 2 AS explain FROM t", READ),
-        ("WITH replace AS (SELECT 1) SELECT * FROM replace", WRITE),
-        // A name only in the positions above; elsewhere the scanner plays safe.
-        ("SELECT replace FROM t", WRITE),
-        ("SELECT replace", WRITE),
-        ("SELECT replace;", WRITE),
-        ("SELECT replace.x FROM t", WRITE),
-        ("SELECT a reindex FROM t", WRITE),
-        ("SELECT analyze FROM t", WRITE),
-        ("SELECT update", WRITE),
-        ("SELECT 1 AS x, update FROM t", WRITE),
-        ("SELECT t.x update FROM t", WRITE),
-        ("SELECT 1 AS x delete FROM t", WRITE),
+        ("SELECT 1 AS x replace (1)", READ),
+        // In the body of a `SELECT`, no word can write: keywords are names anywhere.
+        ("SELECT replace FROM t", READ),
+        ("SELECT replace", READ),
+        ("SELECT replace;", READ),
+        ("SELECT replace.x FROM t", READ),
+        ("SELECT a reindex FROM t", READ),
+        ("SELECT analyze FROM t", READ),
+        ("SELECT pragma, analyze FROM t", READ),
+        ("SELECT \"x\" AS a, replace FROM t", READ),
+        ("SELECT * FROM t WHERE analyze AND NOT vacuum", READ),
+        ("SELECT * FROM t ORDER BY replace, begin", READ),
+        ("SELECT max(savepoint) FROM t GROUP BY release", READ),
+        (
+            "SELECT * FROM t AS attach JOIN u AS detach ON attach.a = detach.a",
+            READ,
+        ),
+        ("VALUES (1) UNION SELECT reindex FROM t", READ),
+        // ...up to the end of the statement: after `;`, a new one begins.
         ("SELECT (1) AS x; delete FROM t", WRITE),
         ("SELECT t.; DELETE FROM t", WRITE),
         ("SELECT 1 AS; DELETE FROM t", WRITE),
-        ("SELECT 1 AS 'x' DELETE FROM t", WRITE),
-        ("SELECT \"t\" DELETE FROM t", WRITE),
-        ("SELECT t.(delete) FROM t", WRITE),
-        ("SELECT 1 AS x replace (1)", READ),
+        ("SELECT replace; replace INTO t VALUES (1)", WRITE),
+        ("SELECT analyze;analyze", WRITE),
+        // SQLite refuses these (a keyword that is never a name): nothing runs.
+        ("SELECT update", READ),
+        ("SELECT 1 AS x, update FROM t", READ),
+        ("SELECT t.x update FROM t", READ),
+        ("SELECT 1 AS x delete FROM t", READ),
+        ("SELECT 1 AS 'x' DELETE FROM t", READ),
+        ("SELECT \"t\" DELETE FROM t", READ),
+        ("SELECT t.(delete) FROM t", READ),
     ]);
 }
 
@@ -393,8 +449,9 @@ fn every_line_must_be_read_only_by_itself() {
         ("SELECT 1 AS\ndrop", WRITE),
         ("SELECT 1 AS -- alias\n drop", WRITE),
         ("SELECT 1 AS\n\nx", READ),
-        ("SELECT replace\n(a, 'x', 'y') FROM t", WRITE),
-        ("SELECT replace -- call\n(a, 'x', 'y') FROM t", WRITE),
+        // The line that starts with `(` is refused alone, and `SELECT replace` reads.
+        ("SELECT replace\n(a, 'x', 'y') FROM t", READ),
+        ("SELECT replace -- call\n(a, 'x', 'y') FROM t", READ),
         ("SELECT replace /*\n*/ (a, 'x', 'y') FROM t", WRITE),
         ("SELECT replace(a,\n'x', 'y') FROM t", READ),
         ("SELECT 1\nFROM t\nWHERE a = 'x'\n;\nSELECT 2\n", READ),
@@ -458,8 +515,20 @@ fn every_write_keyword() {
             (format!("{keyword} x"), WRITE),
             (format!("SELECT 1; {lower} x"), WRITE),
             (format!("WITH x AS (SELECT 1) {keyword} x"), WRITE),
-            (format!("EXPLAIN {keyword} x"), WRITE),
-            (format!("SELECT x {lower} FROM t"), WRITE),
+            (
+                format!("WITH x AS (SELECT {lower} FROM t) {keyword} x"),
+                WRITE,
+            ),
+            (format!("SELECT x {lower} FROM t"), READ),
+            (format!("SELECT x,\n{lower} FROM t"), WRITE),
+            (format!("SELECT x,\n  /* c */ {lower} FROM t"), WRITE),
+            (format!("SELECT x FROM t\n-- c\n\t{keyword} x"), WRITE),
+            (format!("SELECT t.\n{lower} FROM t"), WRITE),
+            (format!("SELECT 1 AS\n{lower}"), WRITE),
+            (format!("SELECT 1;\n{lower}"), WRITE),
+            (format!("SELECT 1\n;{lower}"), WRITE),
+            (format!("SELECT 1\n\u{FEFF}{lower}"), WRITE),
+            (format!("WITH x AS (\n{lower}) SELECT 1"), WRITE),
             (format!("SELECT 1 AS {lower}"), READ),
             (format!("SELECT t.{keyword} FROM t"), READ),
             (
@@ -472,12 +541,218 @@ fn every_write_keyword() {
             ),
             (format!("SELECT 1 -- {keyword}"), READ),
         ]);
+        // `EXPLAIN` of a write, or of a statement that takes something but a name.
+        let explained = match keyword {
+            "SAVEPOINT" | "RELEASE" | "DETACH" => READ,
+            _ => WRITE,
+        };
+        cases.push((format!("EXPLAIN {keyword} x"), explained));
     }
     let cases: Vec<(&str, bool)> = cases
         .iter()
         .map(|(sql, verdict)| (sql.as_str(), *verdict))
         .collect();
     check(&cases);
+}
+
+/// `EXPLAIN` runs nothing: of the statements the scanner calls writes by policy, it keeps
+/// those SQLite calls read-only (`read_only_sqlite.rs` asks SQLite about each form).
+#[test]
+fn explain_of_statements_sqlite_calls_read_only() {
+    check(&[
+        ("EXPLAIN BEGIN", READ),
+        ("EXPLAIN BEGIN DEFERRED", READ),
+        ("EXPLAIN BEGIN TRANSACTION", READ),
+        ("EXPLAIN BEGIN DEFERRED TRANSACTION t1", READ),
+        ("explain query plan begin", READ),
+        ("EXPLAIN COMMIT", READ),
+        ("EXPLAIN END TRANSACTION", READ),
+        ("EXPLAIN COMMIT TRANSACTION \"t\"", READ),
+        ("EXPLAIN ROLLBACK", READ),
+        ("EXPLAIN ROLLBACK TO sp", READ),
+        ("EXPLAIN ROLLBACK TRANSACTION TO SAVEPOINT sp", READ),
+        ("EXPLAIN ROLLBACK TRANSACTION t1 TO sp", READ),
+        ("EXPLAIN SAVEPOINT sp", READ),
+        ("EXPLAIN SAVEPOINT 'sp'", READ),
+        ("EXPLAIN RELEASE sp", READ),
+        ("EXPLAIN RELEASE SAVEPOINT sp", READ),
+        ("EXPLAIN ATTACH ':memory:' AS aux", READ),
+        ("EXPLAIN ATTACH DATABASE ?1 AS aux", READ),
+        ("EXPLAIN ATTACH :file AS \"aux\"", READ),
+        ("EXPLAIN DETACH aux", READ),
+        ("EXPLAIN DETACH DATABASE 'aux'", READ),
+        ("EXPLAIN PRAGMA user_version", READ),
+        ("EXPLAIN PRAGMA main.user_version", READ),
+        ("EXPLAIN QUERY PLAN PRAGMA TABLE_LIST", READ),
+        ("EXPLAIN PRAGMA foreign_keys;", READ),
+        ("EXPLAIN PRAGMA schema_version; SELECT 1", READ),
+        ("SELECT 1; EXPLAIN BEGIN; EXPLAIN COMMIT", READ),
+        ("EXPLAIN PRAGMA user_version -- = 1", READ),
+        // Not these forms: a write.
+        ("EXPLAIN BEGIN IMMEDIATE", WRITE),
+        ("EXPLAIN BEGIN EXCLUSIVE TRANSACTION", WRITE),
+        ("EXPLAIN BEGIN DEFERRED DEFERRED", WRITE),
+        ("EXPLAIN BEGIN TRANSACTION t1 t2", WRITE),
+        ("EXPLAIN BEGIN TRANSACTION delete", WRITE),
+        ("EXPLAIN COMMIT TO sp", WRITE),
+        ("EXPLAIN ROLLBACK TO", WRITE),
+        ("EXPLAIN ROLLBACK TO SAVEPOINT", WRITE),
+        ("EXPLAIN ROLLBACK sp", WRITE),
+        ("EXPLAIN SAVEPOINT", WRITE),
+        ("EXPLAIN SAVEPOINT sp sp", WRITE),
+        ("EXPLAIN SAVEPOINT begin", WRITE),
+        ("EXPLAIN RELEASE", WRITE),
+        ("EXPLAIN ATTACH 'a'", WRITE),
+        ("EXPLAIN ATTACH 'a' AS", WRITE),
+        ("EXPLAIN ATTACH 'a' || 'b' AS aux", WRITE),
+        ("EXPLAIN ATTACH 'a' AS aux KEY 'k'", WRITE),
+        ("EXPLAIN DETACH", WRITE),
+        ("EXPLAIN DETACH aux aux", WRITE),
+        ("EXPLAIN PRAGMA", WRITE),
+        ("EXPLAIN PRAGMA user_version = 1", WRITE),
+        ("EXPLAIN PRAGMA user_version(1)", WRITE),
+        ("EXPLAIN PRAGMA main.user_version = 1", WRITE),
+        ("EXPLAIN PRAGMA table_info(t)", WRITE),
+        ("EXPLAIN PRAGMA journal_mode", WRITE),
+        ("EXPLAIN PRAGMA wal_checkpoint", WRITE),
+        ("EXPLAIN PRAGMA optimize", WRITE),
+        ("EXPLAIN PRAGMA incremental_vacuum", WRITE),
+        ("EXPLAIN PRAGMA user_version.journal_mode", WRITE),
+        ("EXPLAIN PRAGMA main.", WRITE),
+        ("EXPLAIN PRAGMA \"user_version\"", WRITE),
+        ("EXPLAIN PRAGMA main.user_version.x", WRITE),
+        ("EXPLAIN PRAGMA user_version; PRAGMA user_version", WRITE),
+        ("EXPLAIN BEGIN; BEGIN", WRITE),
+        ("EXPLAIN VACUUM", WRITE),
+        ("EXPLAIN REINDEX", WRITE),
+        ("EXPLAIN ANALYZE", WRITE),
+        // On its own, the statement stays a write.
+        ("BEGIN", WRITE),
+        ("PRAGMA user_version", WRITE),
+        ("ATTACH ':memory:' AS aux", WRITE),
+    ]);
+}
+
+/// D1's `exec()` runs each line on its own: the first word of a line starts a statement.
+#[test]
+fn a_line_starts_a_statement() {
+    check(&[
+        ("SELECT a,\n  b\nFROM t\nWHERE c = 1", READ),
+        ("SELECT 1;\nDELETE FROM t", WRITE),
+        ("SELECT 1\nDELETE FROM t", WRITE),
+        ("SELECT a,\nreplace FROM t", WRITE),
+        ("SELECT a,\n  replace(b, 'x', 'y') FROM t", READ),
+        ("SELECT a,\n  replace /* c */ (b, 'x', 'y') FROM t", READ),
+        ("SELECT a,\n  replace\n(b, 'x', 'y') FROM t", WRITE),
+        ("SELECT a,\n  analyze\nFROM t", WRITE),
+        ("SELECT a\n  /* c */ pragma FROM t", WRITE),
+        ("SELECT a -- c\nbegin FROM t", WRITE),
+        ("SELECT CASE WHEN a THEN 1\nEND FROM t", READ),
+        ("SELECT a\nFROM t\nWHERE b IN (\n  SELECT c FROM u\n)", READ),
+        ("SELECT a\r\nFROM t\r\n", READ),
+        // A line that begins with `WITH` or `EXPLAIN` is judged on its own, to its end.
+        (
+            "SELECT * FROM (\n  WITH x AS (SELECT 1)\n  SELECT * FROM x\n)",
+            READ,
+        ),
+        (
+            "SELECT * FROM (\nWITH x AS (SELECT 1) SELECT * FROM x)",
+            READ,
+        ),
+        (
+            "SELECT * FROM t,\nWITH x AS (SELECT 1) DELETE FROM t",
+            WRITE,
+        ),
+        ("SELECT a AS\nexplain", READ),
+        ("SELECT a AS\nexplain DELETE FROM t", WRITE),
+        ("SELECT a AS\nexplain SELECT 1", READ),
+        ("SELECT a FROM t WHERE b IN (SELECT 1)\nEXPLAIN BEGIN", READ),
+        (
+            "SELECT a FROM t WHERE b IN (SELECT 1)\nEXPLAIN BEGIN IMMEDIATE",
+            WRITE,
+        ),
+        ("SELECT a AS\nwith", READ),
+        (
+            "SELECT 1\n  with x AS (SELECT 1) select 2; insert INTO t VALUES (1)",
+            WRITE,
+        ),
+        (
+            "WITH a AS (\n  WITH b AS (SELECT 1) SELECT * FROM b\n) SELECT * FROM a",
+            READ,
+        ),
+        (
+            "WITH a AS (\n  WITH b AS (SELECT 1) SELECT * FROM b\n) DELETE FROM t",
+            WRITE,
+        ),
+        (
+            "WITH a AS (\n  WITH b AS (SELECT 1) DELETE FROM t\n) SELECT 1",
+            WRITE,
+        ),
+        ("WITH a AS (\n  SELECT 1\n)\nSELECT * FROM a", READ),
+        ("WITH a AS (\n  SELECT 1\n)\nDELETE FROM t", WRITE),
+        (
+            "WITH a AS (\n  SELECT 1\n)\n-- c\nUPDATE t SET a = 1",
+            WRITE,
+        ),
+        (
+            "WITH a AS (SELECT 1\nUNION\nSELECT 2)\nSELECT * FROM a",
+            READ,
+        ),
+        // After `EXPLAIN`, the explained statement may begin on the next line...
+        ("EXPLAIN\nSELECT 1", READ),
+        ("EXPLAIN QUERY PLAN\n  SELECT 1", READ),
+        ("EXPLAIN\nWITH x AS (SELECT 1) SELECT * FROM x", READ),
+        ("EXPLAIN PRAGMA\nuser_version", READ),
+        // ...but a write keyword there runs alone under exec().
+        ("EXPLAIN\nDELETE FROM t", WRITE),
+        ("EXPLAIN\nBEGIN", WRITE),
+        ("EXPLAIN\nPRAGMA user_version", WRITE),
+        ("EXPLAIN BEGIN\nIMMEDIATE", WRITE),
+        ("EXPLAIN SAVEPOINT\nrelease", WRITE),
+        ("EXPLAIN\nWITH x AS (SELECT 1) DELETE FROM t", WRITE),
+        ("EXPLAIN\nWITH x AS (SELECT 1)\nDELETE FROM t", WRITE),
+    ]);
+}
+
+/// Forms that only a careless reading of the rules above would accept (from `cargo
+/// mutants`): each is a write, or SQLite refuses it.
+#[test]
+fn near_misses() {
+    check(&[
+        // Only `PLAN` follows `EXPLAIN QUERY`.
+        ("EXPLAIN QUERY x SELECT 1", WRITE),
+        // Only `TO` follows `ROLLBACK TRANSACTION name`.
+        ("EXPLAIN ROLLBACK TRANSACTION t1 x sp", WRITE),
+        ("EXPLAIN ROLLBACK TRANSACTION +", WRITE),
+        // `TO` follows `ROLLBACK`, not `COMMIT`.
+        ("EXPLAIN COMMIT TRANSACTION TO sp", WRITE),
+        // `ATTACH file AS name`, with a file and a name.
+        ("EXPLAIN ATTACH 'a' x aux", WRITE),
+        ("EXPLAIN ATTACH 'a' AS +", WRITE),
+        ("EXPLAIN DETACH -", WRITE),
+        ("EXPLAIN DETACH DATABASE -", WRITE),
+        // `PRAGMA [schema.]name`, with words.
+        ("EXPLAIN PRAGMA ..user_version", WRITE),
+        ("EXPLAIN PRAGMA main - user_version", WRITE),
+        // A `;` inside a `WITH`'s parentheses.
+        ("WITH x AS (SELECT 1; SELECT 2", WRITE),
+        ("WITH x AS (SELECT 1\n; SELECT 2", WRITE),
+        // Parentheses after a comment at a line's start still count.
+        ("WITH a AS (SELECT 1\n/* c */ ) SELECT * FROM a", READ),
+        ("WITH a AS (SELECT 1\n/* c */ ) DELETE FROM t", WRITE),
+        ("WITH a AS (SELECT (1\n/* c */ )) SELECT * FROM a", READ),
+        ("WITH a AS (SELECT 1\n/* c */ ( 2) SELECT * FROM a", WRITE),
+        // What cannot be judged at a line's start is a write, there too.
+        ("SELECT 1,\n'a\nb'", WRITE),
+        ("SELECT 1,\n/* c */ 'a\nb'", WRITE),
+        // A line judged on its own ends at its line break: a `WITH` or `EXPLAIN` line that
+        // stops early is refused by SQLite, whatever the next lines hold.
+        ("SELECT 1 AS\nexplain\nFROM t", READ),
+        ("SELECT * FROM (\nWITH a AS (SELECT 1\n)) AS x", READ),
+        ("SELECT 1 AS\nEXPLAIN PRAGMA journal_mode", WRITE),
+        ("SELECT 1 AS\nEXPLAIN PRAGMA incremental_vacuum\n, 2", WRITE),
+        ("SELECT 1 AS\nEXPLAIN PRAGMA user_version\n, 2", READ),
+    ]);
 }
 
 #[test]

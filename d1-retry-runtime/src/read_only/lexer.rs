@@ -1,4 +1,5 @@
-//! Cuts SQL into tokens where SQLite's tokenizer (`sqlite3GetToken`) cuts it.
+//! Cuts SQL into tokens where SQLite's tokenizer (`sqlite3GetToken`) cuts it ([`next_token`]),
+//! and skips the body of a statement in one pass where no word can matter ([`skip`]).
 //!
 //! The rule this file must keep: a token here never ends *after* the token SQLite reads at
 //! the same place. A longer token could swallow a `;` or a keyword that SQLite sees, and so
@@ -6,70 +7,86 @@
 //! literal, which can only make the verdict more conservative. That is why numbers are not
 //! lexed at all (`1.5e3` is read as `1`, `.`, `5e3`: a dot and two words that are never
 //! keywords), and why operators are single bytes.
+//!
+//! Both functions also report, as they go, what no verdict can survive: a NUL byte, a
+//! string, quoted name or block comment that runs over a line break (D1's `exec()` would run
+//! its inner lines as SQL), and Tcl-style parameters, so that no token is walked twice.
+//! [`skip`] looks up each byte once in a `const` table of byte classes, eight at a time.
+
+use super::keyword;
 
 /// What a token is, as far as the read-only verdict cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
-    /// Spaces, tabs, line breaks, or a UTF-8 byte-order mark: only separates tokens.
+    /// Spaces, tabs, `\r`, form feeds, or a UTF-8 byte-order mark, on one line.
     Space,
-    /// `-- ...` up to the line break, or `/* ... */` (to the end of the input if unterminated).
+    /// A run of spaces holding at least one `\n`: a new line begins after it.
+    LineBreak,
+    /// `-- ...` up to the line break, or `/* ... */` on one line (to the end of the input if
+    /// unterminated).
     Comment,
     /// A run of identifier bytes: a keyword, a bare name, or the digits of a number.
     Word,
-    /// `.`: the word after it is a qualified name.
+    /// `.`.
     Dot,
     /// `(`.
     OpenParen,
+    /// `)`.
+    CloseParen,
     /// `;`: ends a statement.
     Semicolon,
-    /// A string, a quoted name, a parameter, an operator: never a keyword.
+    /// A string or a quoted name (`'...'`, `"..."`, `` `...` ``, `[...]`), on one line.
+    Quoted,
+    /// A parameter: `?`, `?NNN`, `:name`, `@name`, `$name`, `#name`.
+    Parameter,
+    /// An operator, or any other byte: never a keyword.
     Other,
     /// Text whose meaning the scanner does not judge (see [`next_token`]).
     Unjudged,
 }
 
-/// One token: its kind, where it ends, and whether it contains a line break.
+/// One token: its kind and where it ends.
 #[derive(Clone, Copy)]
 pub(super) struct Token {
     pub(super) kind: Kind,
     /// The index just past the token; always after its start, so scanning makes progress.
     pub(super) end: usize,
-    /// For [`Kind::Space`]: a new line begins. For any other kind: the token runs over
-    /// several lines (see the module docs of `read_only` for why that matters to D1).
-    pub(super) has_line_break: bool,
 }
 
 /// The token that starts at `start`. At the end of `sql` it is SQLite's terminating NUL:
 /// a one-byte [`Kind::Unjudged`] token that ends past the input.
 ///
-/// Two forms are [`Kind::Unjudged`]: any token holding a NUL byte (SQLite stops reading at
-/// it, so it would not see what follows, while other layers of D1 might), and Tcl-style
-/// parameters such as `$name(...)`, which SQLite reads up to the next `)` or space, quotes
-/// included; nobody writes them for D1, and reading them differently from SQLite could hide
-/// a statement.
+/// Three forms are [`Kind::Unjudged`]: any token holding a NUL byte (SQLite stops reading at
+/// it, so it would not see what follows, while other layers of D1 might); a string, quoted
+/// name or block comment that runs over a line break; and Tcl-style parameters such as
+/// `$name(...)`, which SQLite reads up to the next `)` or space, quotes included: nobody
+/// writes them for D1, and reading them differently from SQLite could hide a statement.
 pub(super) const fn next_token(sql: &[u8], start: usize) -> Token {
     let first = byte_at(sql, start);
     let second = byte_at(sql, start + 1);
     match first {
-        b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => {
-            token(Kind::Space, sql, start, skip_spaces(sql, start))
-        }
+        b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' => spaces(sql, start),
         // SQLite skips a byte-order mark only where a token starts; inside a word it is
         // part of the name, like any other non-ASCII byte.
-        0xEF if second == 0xBB && byte_at(sql, start + 2) == 0xBF => {
-            token(Kind::Space, sql, start, start + 3)
-        }
-        b'-' if second == b'-' => token(Kind::Comment, sql, start, find(sql, start, b'\n')),
-        b'/' if second == b'*' => token(Kind::Comment, sql, start, block_comment_end(sql, start)),
-        b'\'' | b'"' | b'`' => token(Kind::Other, sql, start, quoted_end(sql, start, first)),
-        // `[name]` has no escape: it ends at the first `]`.
-        b'[' => token(Kind::Other, sql, start, after(sql, find(sql, start, b']'))),
-        b'$' | b'@' | b':' | b'#' => parameter(sql, start),
-        b'.' => token(Kind::Dot, sql, start, start + 1),
-        b'(' => token(Kind::OpenParen, sql, start, start + 1),
-        b';' => token(Kind::Semicolon, sql, start, start + 1),
-        _ if is_identifier_byte(first) => token(Kind::Word, sql, start, word_end(sql, start)),
-        _ => token(Kind::Other, sql, start, start + 1),
+        0xEF if second == 0xBB && byte_at(sql, start + 2) == 0xBF => Token {
+            kind: Kind::Space,
+            end: start + 3,
+        },
+        b'-' if second == b'-' => judged(Kind::Comment, line_comment_end(sql, start)),
+        b'/' if second == b'*' => judged(Kind::Comment, block_comment_end(sql, start)),
+        b'\'' | b'"' | b'`' => judged(Kind::Quoted, quoted_end(sql, start, first)),
+        b'[' => judged(Kind::Quoted, bracket_end(sql, start)),
+        b'$' | b'@' | b':' | b'#' | b'?' => parameter(sql, start),
+        b'.' => single(Kind::Dot, start),
+        b'(' => single(Kind::OpenParen, start),
+        b')' => single(Kind::CloseParen, start),
+        b';' => single(Kind::Semicolon, start),
+        0 => single(Kind::Unjudged, start),
+        _ if is_identifier_byte(first) => Token {
+            kind: Kind::Word,
+            end: word_end(sql, start),
+        },
+        _ => single(Kind::Other, start),
     }
 }
 
@@ -81,100 +98,192 @@ pub(super) const fn byte_at(sql: &[u8], index: usize) -> u8 {
 
 /// SQLite's `IdChar`: ASCII letters and digits, `_`, `$`, and every byte of a non-ASCII
 /// character. So `ｓｅｌｅｃｔ`, `délete` or `update_at` are names, never keywords.
-const fn is_identifier_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'$' || byte >= 0x80
+pub(super) const fn is_identifier_byte(byte: u8) -> bool {
+    IDENTIFIER[byte as usize]
 }
 
-const fn token(kind: Kind, sql: &[u8], start: usize, end: usize) -> Token {
-    let mut kind = kind;
-    let mut has_line_break = false;
+/// [`is_identifier_byte`] of every byte.
+const IDENTIFIER: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        table[byte] = b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+        byte += 1;
+    }
+    table
+};
+
+/// A token whose last byte is at `last`.
+const fn single(kind: Kind, last: usize) -> Token {
+    Token {
+        kind,
+        end: last + 1,
+    }
+}
+
+/// Where a string, quoted name or comment ends, and whether it stays judgeable: on one line
+/// and free of NUL bytes.
+#[derive(Clone, Copy)]
+pub(super) struct Span {
+    pub(super) end: usize,
+    pub(super) clean: bool,
+}
+
+const fn judged(kind: Kind, span: Span) -> Token {
+    Token {
+        kind: if span.clean { kind } else { Kind::Unjudged },
+        end: span.end,
+    }
+}
+
+/// A byte that makes a string, quoted name or comment unjudgeable: `\n` or NUL.
+const fn breaks_judgement(byte: u8) -> bool {
+    byte == b'\n' || byte == 0
+}
+
+const fn spaces(sql: &[u8], start: usize) -> Token {
     let mut index = start;
-    while index < end {
-        match byte_at(sql, index) {
-            b'\n' => has_line_break = true,
-            0 => kind = Kind::Unjudged,
-            _ => {}
+    let mut kind = Kind::Space;
+    while index < sql.len() {
+        match sql[index] {
+            b'\n' => kind = Kind::LineBreak,
+            b' ' | b'\t' | 0x0b | 0x0c | b'\r' => {}
+            _ => break,
         }
         index += 1;
     }
-    Token {
-        kind,
-        end,
-        has_line_break,
-    }
+    Token { kind, end: index }
 }
 
-const fn skip_spaces(sql: &[u8], start: usize) -> usize {
+/// The first byte at or after `start` that is not a space on the same line.
+const fn line_start(sql: &[u8], start: usize) -> usize {
     let mut index = start;
-    while matches!(
-        byte_at(sql, index),
-        b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'
-    ) {
+    while index < sql.len() && matches!(sql[index], b' ' | b'\t' | 0x0b | 0x0c | b'\r') {
         index += 1;
     }
     index
 }
 
+/// One past the last identifier byte of the word starting at `start`.
 const fn word_end(sql: &[u8], start: usize) -> usize {
     let mut index = start;
-    while is_identifier_byte(byte_at(sql, index)) {
+    while index < sql.len() && is_identifier_byte(sql[index]) {
         index += 1;
     }
     index
 }
 
-/// The index of the first `byte` at or after `from`, or the length of `sql`.
-const fn find(sql: &[u8], from: usize, byte: u8) -> usize {
-    let mut index = from;
-    while index < sql.len() && sql[index] != byte {
-        index += 1;
+/// `-- ...` ends at `\n` (not included) or at the end of the input.
+const fn line_comment_end(sql: &[u8], start: usize) -> Span {
+    let mut index = start + 2;
+    while index < sql.len() {
+        match sql[index] {
+            b'\n' => break,
+            0 => {
+                return Span {
+                    end: index + 1,
+                    clean: false,
+                };
+            }
+            _ => index += 1,
+        }
     }
-    index
-}
-
-/// One past `index`: the end of a token whose last byte is at `index`, if there is one.
-const fn after(sql: &[u8], index: usize) -> usize {
-    if index < sql.len() {
-        index + 1
-    } else {
-        sql.len()
+    Span {
+        end: index,
+        clean: true,
     }
 }
 
 /// `/* ... */` does not nest; unterminated, it runs to the end of the input, which SQLite
 /// accepts as a comment.
-const fn block_comment_end(sql: &[u8], start: usize) -> usize {
+const fn block_comment_end(sql: &[u8], start: usize) -> Span {
     let mut index = start + 2;
+    let mut clean = true;
     while index < sql.len() {
-        if sql[index] == b'*' && byte_at(sql, index + 1) == b'/' {
-            return index + 2;
+        let byte = sql[index];
+        if byte == b'*' && byte_at(sql, index + 1) == b'/' {
+            return Span {
+                end: index + 2,
+                clean,
+            };
+        }
+        if breaks_judgement(byte) {
+            clean = false;
         }
         index += 1;
     }
-    sql.len()
+    Span {
+        end: sql.len(),
+        clean,
+    }
 }
 
 /// `'...'`, `"..."` and `` `...` `` end at a lone closing quote; a doubled quote is an
-/// escaped one. There are no backslash escapes.
-const fn quoted_end(sql: &[u8], start: usize, quote: u8) -> usize {
+/// escaped one. There are no backslash escapes. Unterminated, they run to the end of the
+/// input (SQLite then refuses the statement, so nothing after them runs).
+const fn quoted_end(sql: &[u8], start: usize, quote: u8) -> Span {
     let mut index = start + 1;
+    let mut clean = true;
     while index < sql.len() {
-        if sql[index] == quote {
+        let byte = sql[index];
+        if byte == quote {
             if byte_at(sql, index + 1) != quote {
-                return index + 1;
+                return Span {
+                    end: index + 1,
+                    clean,
+                };
             }
             index += 1;
+        } else if breaks_judgement(byte) {
+            clean = false;
         }
         index += 1;
     }
-    sql.len()
+    Span {
+        end: sql.len(),
+        clean,
+    }
 }
 
-/// Named parameters: `:name`, `@name`, `$name`, `#name`. SQLite also joins `::` into the
-/// name (`$a::b`), and reads `$name(...)` Tcl-style (see [`next_token`]). (`?1` needs no
-/// care: `?` and the digits after it are never keywords.)
+/// `[name]` has no escape: it ends at the first `]`.
+const fn bracket_end(sql: &[u8], start: usize) -> Span {
+    let mut index = start + 1;
+    let mut clean = true;
+    while index < sql.len() {
+        let byte = sql[index];
+        if byte == b']' {
+            return Span {
+                end: index + 1,
+                clean,
+            };
+        }
+        if breaks_judgement(byte) {
+            clean = false;
+        }
+        index += 1;
+    }
+    Span {
+        end: sql.len(),
+        clean,
+    }
+}
+
+/// Parameters. `?` takes the digits after it, as SQLite does (so `?1$a(` is `?1`, then a Tcl
+/// parameter). Named ones are `:name`, `@name`, `$name`, `#name`; SQLite also joins `::`
+/// into the name (`$a::b`), and reads `$name(...)` Tcl-style (see [`next_token`]): then
+/// nothing after it is judged either.
 const fn parameter(sql: &[u8], start: usize) -> Token {
     let mut index = start + 1;
+    if sql[start] == b'?' {
+        while index < sql.len() && sql[index].is_ascii_digit() {
+            index += 1;
+        }
+        return Token {
+            kind: Kind::Parameter,
+            end: index,
+        };
+    }
     let mut named = false;
     while index < sql.len() {
         let byte = sql[index];
@@ -182,23 +291,258 @@ const fn parameter(sql: &[u8], start: usize) -> Token {
             named = true;
             index += 1;
         } else if byte == b'(' && named {
-            // Nothing after it is judged either.
-            return token(Kind::Unjudged, sql, start, sql.len());
+            return Token {
+                kind: Kind::Unjudged,
+                end: sql.len(),
+            };
         } else if byte == b':' && byte_at(sql, index + 1) == b':' {
             index += 2;
         } else {
             break;
         }
     }
-    token(Kind::Other, sql, start, index)
+    Token {
+        kind: if named { Kind::Parameter } else { Kind::Other },
+        end: index,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The one-pass skip over a statement's body.
+
+/// Bytes that need no look: letters, digits, spaces other than `\n`, operators, and, outside
+/// a `WITH`'s parentheses, `(` and `)`.
+const PLAIN: u8 = 0;
+const NEW_LINE: u8 = 1;
+const QUOTE: u8 = 2;
+const BRACKET: u8 = 3;
+const DASH: u8 = 4;
+const SLASH: u8 = 5;
+const SEMICOLON: u8 = 6;
+const PARAMETER: u8 = 7;
+const NUL: u8 = 8;
+const OPEN: u8 = 9;
+const CLOSE: u8 = 10;
+
+/// The class of every byte, for [`skip`]; `parens` makes `(` and `)` count.
+const fn classes(parens: bool) -> [u8; 256] {
+    let mut table = [PLAIN; 256];
+    table[0] = NUL;
+    table[b'\n' as usize] = NEW_LINE;
+    table[b'\'' as usize] = QUOTE;
+    table[b'"' as usize] = QUOTE;
+    table[b'`' as usize] = QUOTE;
+    table[b'[' as usize] = BRACKET;
+    table[b'-' as usize] = DASH;
+    table[b'/' as usize] = SLASH;
+    table[b';' as usize] = SEMICOLON;
+    table[b'$' as usize] = PARAMETER;
+    table[b'@' as usize] = PARAMETER;
+    table[b':' as usize] = PARAMETER;
+    table[b'#' as usize] = PARAMETER;
+    if parens {
+        table[b'(' as usize] = OPEN;
+        table[b')' as usize] = CLOSE;
+    }
+    table
+}
+
+/// Byte classes in the body of a `SELECT` or `VALUES`.
+const BODY: [u8; 256] = classes(false);
+/// Byte classes inside the parentheses of a `WITH`, before its main statement.
+const NESTED: [u8; 256] = classes(true);
+
+/// Why [`skip`] stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Event {
+    /// The end of the input.
+    End,
+    /// A new line begins, and its first word may matter: [`Stop::at`] is just past the
+    /// `\n`, or, past spaces, at a word that may be a keyword, at a `/*` or at a
+    /// byte-order mark (anything after which the line's first word may still come). With
+    /// `every_line`, just past every `\n` that is not inside a token.
+    NewLine,
+    /// Just past a `;`.
+    Semicolon,
+    /// Just past the `)` that brought the depth back to 0.
+    Closed,
+    /// A NUL byte, a Tcl-style parameter, or a string, quoted name or block comment over
+    /// several lines: no verdict but "write".
+    Unjudged,
+}
+
+/// Where [`skip`] stopped, why, and the parenthesis depth there.
+#[derive(Clone, Copy)]
+pub(super) struct Stop {
+    pub(super) at: usize,
+    pub(super) event: Event,
+    pub(super) depth: usize,
+}
+
+/// The index of the first byte at or after `at` that needs a look, or the length of `sql`.
+/// Eight bytes at a time: their classes, one per 8 bits, are 0 where a byte needs no look,
+/// so the first one that does is the lowest byte that is not 0.
+const fn next_special(sql: &[u8], mut at: usize, table: &[u8; 256]) -> usize {
+    loop {
+        let (_, rest) = sql.split_at(at);
+        let Some(chunk) = rest.first_chunk::<8>() else {
+            break;
+        };
+        let classes = (table[chunk[0] as usize] as u64)
+            | (table[chunk[1] as usize] as u64) << 8
+            | (table[chunk[2] as usize] as u64) << 16
+            | (table[chunk[3] as usize] as u64) << 24
+            | (table[chunk[4] as usize] as u64) << 32
+            | (table[chunk[5] as usize] as u64) << 40
+            | (table[chunk[6] as usize] as u64) << 48
+            | (table[chunk[7] as usize] as u64) << 56;
+        if classes != 0 {
+            return at + (classes.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while at < sql.len() && table[sql[at] as usize] == PLAIN {
+        at += 1;
+    }
+    at
+}
+
+/// Skips from `start`, a token boundary, over text where no word can change the verdict, up
+/// to the next place where something can: a line whose first word may matter, a `;`, the
+/// end, or, when `depth` is above 0 (inside a `WITH`'s parentheses), the `)` that closes
+/// the outermost one.
+///
+/// Strings, quoted names, comments and parameters are skipped whole, as [`next_token`]
+/// would, but words and operators are not cut into tokens: each byte is looked up once in
+/// a table. A `$` is always taken for the start of a parameter, even inside a name
+/// (`a$b(`), which can only make the verdict more conservative.
+///
+/// At a line's start, the first word is read here when spaces alone come before it, and
+/// skipped unless `matters` says it may change the verdict; then, and whenever something
+/// else than spaces, a word or a token that cannot hide a word comes first (`/*`, a
+/// byte-order mark), the caller reads the line's start itself ([`Event::NewLine`]). With
+/// `every_line`, every line break stops the skip.
+pub(super) const fn skip(sql: &[u8], start: usize, depth: usize, every_line: bool) -> Stop {
+    let table = if depth == 0 { &BODY } else { &NESTED };
+    let mut depth = depth;
+    let mut at = start;
+    let len = sql.len();
+    loop {
+        // The hot loop: most bytes of SQL need no look.
+        at = next_special(sql, at, table);
+        if at >= len {
+            return Stop {
+                at,
+                event: Event::End,
+                depth,
+            };
+        }
+        let byte = sql[at];
+        let span = match table[byte as usize] {
+            NEW_LINE if every_line => {
+                return Stop {
+                    at: at + 1,
+                    event: Event::NewLine,
+                    depth,
+                };
+            }
+            NEW_LINE => {
+                let line = at + 1;
+                let first = line_start(sql, line);
+                match byte_at(sql, first) {
+                    // A comment that may end on this line, or a byte-order mark: the line's
+                    // first word may come after it.
+                    b'/' | 0xEF => {
+                        return Stop {
+                            at: line,
+                            event: Event::NewLine,
+                            depth,
+                        };
+                    }
+                    byte if byte.is_ascii_alphabetic() => {
+                        let end = word_end(sql, first);
+                        if keyword::keyword(sql, first, end).matters_at_line_start() {
+                            return Stop {
+                                at: line,
+                                event: Event::NewLine,
+                                depth,
+                            };
+                        }
+                        Span { end, clean: true }
+                    }
+                    // Anything else is judged as in the middle of a line.
+                    _ => Span {
+                        end: first,
+                        clean: true,
+                    },
+                }
+            }
+            SEMICOLON => {
+                return Stop {
+                    at: at + 1,
+                    event: Event::Semicolon,
+                    depth,
+                };
+            }
+            QUOTE => quoted_end(sql, at, byte),
+            BRACKET => bracket_end(sql, at),
+            DASH if byte_at(sql, at + 1) == b'-' => line_comment_end(sql, at),
+            SLASH if byte_at(sql, at + 1) == b'*' => block_comment_end(sql, at),
+            DASH | SLASH => Span {
+                end: at + 1,
+                clean: true,
+            },
+            PARAMETER => {
+                let token = parameter(sql, at);
+                Span {
+                    end: token.end,
+                    clean: !matches!(token.kind, Kind::Unjudged),
+                }
+            }
+            OPEN => {
+                depth += 1;
+                Span {
+                    end: at + 1,
+                    clean: true,
+                }
+            }
+            CLOSE => {
+                // `depth` is above 0 here: only `NESTED` has this class.
+                depth -= 1;
+                if depth == 0 {
+                    return Stop {
+                        at: at + 1,
+                        event: Event::Closed,
+                        depth,
+                    };
+                }
+                Span {
+                    end: at + 1,
+                    clean: true,
+                }
+            }
+            _ => Span {
+                end: at,
+                clean: false,
+            },
+        };
+        if !span.clean {
+            return Stop {
+                at: span.end,
+                event: Event::Unjudged,
+                depth,
+            };
+        }
+        at = span.end;
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every token of `sql` with its kind, and whether it holds a line break.
-    fn tokens(sql: &str) -> Vec<(Kind, &str, bool)> {
+    /// Every token of `sql` with its kind.
+    fn tokens(sql: &str) -> Vec<(Kind, &str)> {
         let bytes = sql.as_bytes();
         let mut tokens = Vec::new();
         let mut start = 0;
@@ -206,13 +550,16 @@ mod tests {
             let token = next_token(bytes, start);
             assert!(token.end > start, "no progress at {start} in {sql:?}");
             let end = token.end.min(bytes.len());
-            tokens.push((token.kind, &sql[start..end], token.has_line_break));
+            tokens.push((token.kind, &sql[start..end]));
             start = token.end;
         }
         tokens
     }
 
-    use Kind::{Comment, Dot, OpenParen, Other, Semicolon, Space, Unjudged, Word};
+    use Kind::{
+        CloseParen, Comment, Dot, LineBreak, OpenParen, Other, Parameter, Quoted, Semicolon, Space,
+        Unjudged, Word,
+    };
 
     /// Where SQLite's `sqlite3GetToken` ends each token (or, for numbers and operators,
     /// where it ends no earlier).
@@ -220,7 +567,7 @@ mod tests {
     fn tokens_end_where_sqlite_ends_them() {
         let cases: &[(&str, &[(Kind, &str)])] = &[
             (
-                "SELECT  a.b;(",
+                "SELECT  a.b;()",
                 &[
                     (Word, "SELECT"),
                     (Space, "  "),
@@ -229,27 +576,29 @@ mod tests {
                     (Word, "b"),
                     (Semicolon, ";"),
                     (OpenParen, "("),
+                    (CloseParen, ")"),
                 ],
             ),
             (
                 " \t\u{b}\u{c}\r\n x",
-                &[(Space, " \t\u{b}\u{c}\r\n "), (Word, "x")],
+                &[(LineBreak, " \t\u{b}\u{c}\r\n "), (Word, "x")],
             ),
-            ("'it''s'x", &[(Other, "'it''s'"), (Word, "x")]),
+            (" \t\r x", &[(Space, " \t\r "), (Word, "x")]),
+            ("'it''s'x", &[(Quoted, "'it''s'"), (Word, "x")]),
             (
                 "'a\"'\"b'\"`",
-                &[(Other, "'a\"'"), (Other, "\"b'\""), (Other, "`")],
+                &[(Quoted, "'a\"'"), (Quoted, "\"b'\""), (Quoted, "`")],
             ),
-            ("\"a\"\"b\"c", &[(Other, "\"a\"\"b\""), (Word, "c")]),
-            ("`a``b`c", &[(Other, "`a``b`"), (Word, "c")]),
-            ("''", &[(Other, "''")]),
-            ("'a", &[(Other, "'a")]),
-            ("[a]]x", &[(Other, "[a]"), (Other, "]"), (Word, "x")]),
-            ("[a''b]c", &[(Other, "[a''b]"), (Word, "c")]),
-            ("[a", &[(Other, "[a")]),
+            ("\"a\"\"b\"c", &[(Quoted, "\"a\"\"b\""), (Word, "c")]),
+            ("`a``b`c", &[(Quoted, "`a``b`"), (Word, "c")]),
+            ("''", &[(Quoted, "''")]),
+            ("'a", &[(Quoted, "'a")]),
+            ("[a]]x", &[(Quoted, "[a]"), (Other, "]"), (Word, "x")]),
+            ("[a''b]c", &[(Quoted, "[a''b]"), (Word, "c")]),
+            ("[a", &[(Quoted, "[a")]),
             (
                 "-- c;\nx",
-                &[(Comment, "-- c;"), (Space, "\n"), (Word, "x")],
+                &[(Comment, "-- c;"), (LineBreak, "\n"), (Word, "x")],
             ),
             ("--", &[(Comment, "--")]),
             ("/* a */b", &[(Comment, "/* a */"), (Word, "b")]),
@@ -275,13 +624,19 @@ mod tests {
                     (Other, "*"),
                 ],
             ),
-            ("$a::b c", &[(Other, "$a::b"), (Space, " "), (Word, "c")]),
-            (":a:b", &[(Other, ":a"), (Other, ":b")]),
-            ("@1x#y", &[(Other, "@1x"), (Other, "#y")]),
+            (
+                "$a::b c",
+                &[(Parameter, "$a::b"), (Space, " "), (Word, "c")],
+            ),
+            (":a:b", &[(Parameter, ":a"), (Parameter, ":b")]),
+            ("@1x#y", &[(Parameter, "@1x"), (Parameter, "#y")]),
             ("$(", &[(Other, "$"), (OpenParen, "(")]),
-            ("$::x", &[(Other, "$::x")]),
-            ("$a:", &[(Other, "$a"), (Other, ":")]),
-            ("?1", &[(Other, "?"), (Word, "1")]),
+            ("$::x", &[(Parameter, "$::x")]),
+            ("$a:", &[(Parameter, "$a"), (Other, ":")]),
+            ("?1", &[(Parameter, "?1")]),
+            ("?", &[(Parameter, "?")]),
+            ("?12a", &[(Parameter, "?12"), (Word, "a")]),
+            ("?1$a", &[(Parameter, "?1"), (Parameter, "$a")]),
             ("\u{FEFF}a", &[(Space, "\u{FEFF}"), (Word, "a")]),
             ("a\u{FEFF}b", &[(Word, "a\u{FEFF}b")]),
             ("\u{FF38}DELETE", &[(Word, "\u{FF38}DELETE")]),
@@ -290,52 +645,154 @@ mod tests {
             ("\u{EF}x", &[(Word, "\u{EF}x")]),
             ("é1_$x+", &[(Word, "é1_$x"), (Other, "+")]),
             ("1.5e3", &[(Word, "1"), (Dot, "."), (Word, "5e3")]),
-            ("x'00'", &[(Word, "x"), (Other, "'00'")]),
+            ("x'00'", &[(Word, "x"), (Quoted, "'00'")]),
         ];
         for (sql, expected) in cases {
-            let got: Vec<(Kind, &str)> = tokens(sql)
-                .into_iter()
-                .map(|(kind, text, _)| (kind, text))
-                .collect();
-            assert_eq!(&got, expected, "tokens of {sql:?}");
+            assert_eq!(&tokens(sql), expected, "tokens of {sql:?}");
         }
     }
 
     #[test]
     fn tcl_parameters_and_nul_bytes_are_unjudged() {
         for sql in ["$a(x)", "$a::b(x)", ":a(", "@a(')", "#a()"] {
-            assert_eq!(tokens(sql)[0].0, Unjudged, "{sql:?}");
+            assert_eq!(tokens(sql), [(Unjudged, sql)], "{sql:?}");
         }
+        assert_eq!(tokens("?1$a(x)")[1], (Unjudged, "$a(x)"));
         assert_eq!(next_token(b"ab", 2).kind, Unjudged, "the end reads as NUL");
-        assert_eq!(
-            tokens("a\0b"),
-            [
-                (Word, "a", false),
-                (Unjudged, "\0", false),
-                (Word, "b", false)
-            ]
-        );
-        for sql in ["'a\0'", "\"\0\"", "[\0]", "-- \0", "/* \0 */"] {
+        assert_eq!(tokens("a\0b"), [(Word, "a"), (Unjudged, "\0"), (Word, "b")]);
+        for sql in ["'a\0'", "\"\0\"", "[\0]", "-- \0", "/* \0 */", "`\0`"] {
             assert_eq!(tokens(sql)[0].0, Unjudged, "{sql:?}");
         }
     }
 
     #[test]
-    fn line_breaks_are_reported() {
+    fn tokens_over_several_lines_are_unjudged() {
         assert_eq!(
-            tokens("a \n'b\nc'-- d\n/*\n*/"),
+            tokens("a \n'b\nc'-- d\n/*\n*/[e\n]`f\n`\"g\n\""),
             [
-                (Word, "a", false),
-                (Space, " \n", true),
-                (Other, "'b\nc'", true),
-                (Comment, "-- d", false),
-                (Space, "\n", true),
-                (Comment, "/*\n*/", true),
+                (Word, "a"),
+                (LineBreak, " \n"),
+                (Unjudged, "'b\nc'"),
+                (Comment, "-- d"),
+                (LineBreak, "\n"),
+                (Unjudged, "/*\n*/"),
+                (Unjudged, "[e\n]"),
+                (Unjudged, "`f\n`"),
+                (Unjudged, "\"g\n\""),
+            ]
+        );
+        assert_eq!(tokens("'a'\n"), [(Quoted, "'a'"), (LineBreak, "\n")]);
+        assert_eq!(tokens("'a\rb'"), [(Quoted, "'a\rb'")]);
+    }
+
+    /// Every stop of `skip` over `sql`, from depth `depth`, with the text skipped, stopping
+    /// at every line break.
+    fn stops(sql: &str, depth: usize) -> Vec<(Event, &str, usize)> {
+        stops_at(sql, depth, true)
+    }
+
+    fn stops_at(sql: &str, depth: usize, every_line: bool) -> Vec<(Event, &str, usize)> {
+        let bytes = sql.as_bytes();
+        let mut stops = Vec::new();
+        let mut at = 0;
+        let mut depth = depth;
+        loop {
+            let stop = skip(bytes, at, depth, every_line);
+            assert!(stop.at >= at, "skip went back in {sql:?}");
+            stops.push((stop.event, &sql[at..stop.at.min(bytes.len())], stop.depth));
+            if matches!(stop.event, Event::End | Event::Unjudged | Event::Closed) {
+                return stops;
+            }
+            at = stop.at;
+            depth = stop.depth;
+        }
+    }
+
+    #[test]
+    fn skip_stops_where_a_word_can_matter() {
+        use Event::{Closed, End, NewLine, Semicolon};
+        assert_eq!(
+            stops(
+                "a 'x;\r' \"y;\" `z;` [w;] -- c;\n/* ; */ $a::b :c @d #e ?1 - / x;y",
+                0
+            ),
+            [
+                (NewLine, "a 'x;\r' \"y;\" `z;` [w;] -- c;\n", 0),
+                (Semicolon, "/* ; */ $a::b :c @d #e ?1 - / x;", 0),
+                (End, "y", 0),
             ]
         );
         assert_eq!(
-            tokens("'a'\n"),
-            [(Other, "'a'", false), (Space, "\n", true)]
+            stops("a (b) c", 0),
+            [(End, "a (b) c", 0)],
+            "parens do not count at depth 0"
         );
+        assert_eq!(
+            stops("(a ')' (b)) c) d", 1),
+            [(Closed, "(a ')' (b)) c)", 0)]
+        );
+        assert_eq!(stops("(a\n)", 1), [(NewLine, "(a\n", 2), (End, ")", 1)]);
+        assert_eq!(stops("a)", 1), [(Closed, "a)", 0)]);
+        assert_eq!(stops("a ';' 'b", 0), [(End, "a ';' 'b", 0)]);
+        assert_eq!(stops("a /* b", 0), [(End, "a /* b", 0)]);
+    }
+
+    /// Without `every_line`, a line's start stops the skip only where its first word may
+    /// matter.
+    #[test]
+    fn skip_reads_the_first_word_of_a_line() {
+        use Event::{End, NewLine, Semicolon};
+        for sql in [
+            "a\nFROM t",
+            "a\n  FROM t\r\n\tWHERE b",
+            "a\n(b)\n)\n'c'\n1\n$d\n?\n-e\n\n",
+            "a\n-- DELETE\n  -- DROP\nb",
+            "a\nselect\nvalues\nend\nas\nplan\nto\ndeleted\nreplaced\nx",
+            "a\n\u{e9}DELETE",
+        ] {
+            assert_eq!(stops_at(sql, 0, false), [(End, sql, 0)], "{sql:?}");
+        }
+        for (sql, skipped) in [
+            ("a\nDELETE", "a\n"),
+            ("a\n  insert", "a\n"),
+            ("a\n\treplace(", "a\n"),
+            ("a\nWITH", "a\n"),
+            ("a\nexplain", "a\n"),
+            ("a\nReturning", "a\n"),
+            ("a\nb\n vacuum", "a\nb\n"),
+            ("a\n/* c */ b", "a\n"),
+            ("a\n\u{FEFF}b", "a\n"),
+            ("a\n\u{FEE0}b", "a\n"),
+        ] {
+            assert_eq!(stops_at(sql, 0, false)[0], (NewLine, skipped, 0), "{sql:?}");
+        }
+        assert_eq!(
+            stops_at("a\n  b\n) c\nDROP", 1, false),
+            [(Event::Closed, "a\n  b\n)", 0)]
+        );
+        assert_eq!(
+            stops_at("(a\n  b;\n", 1, false),
+            [(Semicolon, "(a\n  b;", 2), (End, "\n", 2)]
+        );
+    }
+
+    #[test]
+    fn skip_stops_at_what_it_cannot_judge() {
+        for (sql, skipped) in [
+            ("a\0b", "a"),
+            ("a '\n'", "a '\n'"),
+            ("a \"\n\"", "a \"\n\""),
+            ("a `\n`", "a `\n`"),
+            ("a [\n]", "a [\n]"),
+            ("a /*\n*/", "a /*\n*/"),
+            ("a -- \0", "a -- \0"),
+            ("a '\0'", "a '\0'"),
+            ("a $b(c) d", "a $b(c) d"),
+            ("a$b(c)", "a$b(c)"),
+            ("a :b::c(d)", "a :b::c(d)"),
+        ] {
+            assert_eq!(stops(sql, 0), [(Event::Unjudged, skipped, 0)], "{sql:?}");
+        }
+        assert_eq!(stops("(\0", 1), [(Event::Unjudged, "(", 2)]);
     }
 }

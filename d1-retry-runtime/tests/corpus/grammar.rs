@@ -54,6 +54,8 @@ pub const KINDS: &[(&str, usize)] = &[
     ("transaction", 150),
     ("attach", 60),
     ("multi", 300),
+    ("keyword_names", 300),
+    ("line_start", 200),
 ];
 
 /// Nesting beyond which every rule takes its first alternative.
@@ -459,10 +461,163 @@ pub const GRAMMAR: &[Rule] = &[
             (1, "{update}"),
             (1, "{delete}"),
             (1, "{with_write}"),
-            (1, "{pragma}"),
+            (3, "{pragma}"),
             (1, "{create}"),
-            (1, "{transaction}"),
+            (3, "{transaction}"),
             (1, "{maintenance}"),
+            (1, "{attach}"),
+        ],
+    ),
+    // Reads with write keywords in the places of names, all over the statement.
+    rule(
+        "keyword_names",
+        &[
+            (1, "SELECT {kw_column} FROM users"),
+            (
+                1,
+                "SELECT id, {kw_column} FROM users WHERE {kw_column} IS NOT NULL",
+            ),
+            (1, "SELECT {kw_column} AS {alias_name} FROM users"),
+            (1, "SELECT id {kw_name}, name {kw_name} FROM users"),
+            (1, "SELECT max({kw_column}) FROM users GROUP BY {kw_column}"),
+            (
+                1,
+                "SELECT * FROM users ORDER BY {kw_column} DESC, {kw_column}",
+            ),
+            (1, "{kw_qualified}"),
+            (
+                1,
+                "SELECT count(*) FROM users WHERE {kw_column} IN (SELECT {kw_column} FROM users)",
+            ),
+            (1, "SELECT \"x\" AS a, {kw_column} FROM users"),
+            (1, "SELECT 'x' {kw_name}, {kw_column} FROM users"),
+            (
+                1,
+                "SELECT replace({kw_column}, 'a', 'b') AS {kw_name} FROM users",
+            ),
+            (
+                1,
+                "SELECT CASE {kw_column} WHEN 1 THEN {kw_column} ELSE {kw_column} END FROM users",
+            ),
+            (1, "VALUES (1) UNION ALL SELECT {kw_column} FROM users"),
+            (
+                1,
+                "WITH c AS (SELECT {kw_column} FROM users) SELECT * FROM c",
+            ),
+            (1, "WITH c({kw_name}) AS (SELECT 1) SELECT * FROM c"),
+            (1, "WITH {kw_name} AS (SELECT 1 AS x) SELECT 1"),
+            (1, "SELECT * FROM users JOIN posts AS {kw_name} USING (id)"),
+            (
+                1,
+                "SELECT * FROM (SELECT {kw_column} FROM users) AS {kw_name}",
+            ),
+            (1, "EXPLAIN SELECT {kw_column} FROM users"),
+            (1, "EXPLAIN QUERY PLAN SELECT id {kw_name} FROM users"),
+            (1, "SELECT {kw_column} FROM users; {write_statement}"),
+        ],
+    ),
+    // A keyword as a table's alias, and the same keyword qualifying its columns.
+    rule(
+        "kw_qualified",
+        &[
+            (
+                1,
+                "SELECT vacuum.id FROM users AS vacuum WHERE vacuum.replace = 1",
+            ),
+            (1, "SELECT begin.id, begin.analyze FROM users AS begin"),
+            (
+                1,
+                "SELECT explain.pragma FROM users explain ORDER BY explain.id",
+            ),
+            (
+                1,
+                "SELECT * FROM users JOIN posts AS savepoint ON savepoint.user_id = users.id",
+            ),
+            (
+                1,
+                "SELECT * FROM users AS attach JOIN posts AS detach ON detach.user_id = attach.id",
+            ),
+            (1, "SELECT reindex.replace FROM users reindex"),
+            (
+                1,
+                "SELECT count(plan.id) FROM users AS plan GROUP BY plan.pragma",
+            ),
+            (
+                1,
+                "WITH release AS (SELECT 1 AS x) SELECT release.x FROM release",
+            ),
+            (1, "WITH c(query) AS (SELECT 1) SELECT query FROM c"),
+        ],
+    ),
+    // Columns of `users` named like write keywords.
+    rule(
+        "kw_column",
+        &[
+            (1, "replace"),
+            (1, "analyze"),
+            (1, "pragma"),
+            (1, "REPLACE"),
+        ],
+    ),
+    // Write keywords SQLite also takes for names: aliases, tables, CTEs.
+    rule(
+        "kw_name",
+        &[
+            (1, "replace"),
+            (1, "analyze"),
+            (1, "pragma"),
+            (1, "reindex"),
+            (1, "vacuum"),
+            (1, "attach"),
+            (1, "detach"),
+            (1, "begin"),
+            (1, "savepoint"),
+            (1, "release"),
+            (1, "explain"),
+            (1, "plan"),
+            (1, "query"),
+            (1, "Vacuum"),
+        ],
+    ),
+    // Statements cut into lines: D1's exec() runs each line on its own, so a line's first
+    // word starts a statement.
+    rule(
+        "line_start",
+        &[
+            (1, "SELECT id,\n  {kw_column}\nFROM users"),
+            (1, "SELECT id,\n{kw_column} FROM users"),
+            (1, "SELECT id\n{kw_name}\nFROM users"),
+            (
+                1,
+                "SELECT id,\n  replace(name, 'a', 'b') AS n\nFROM users\nWHERE id = 1",
+            ),
+            (1, "SELECT CASE WHEN id > 1 THEN 'a'\nEND AS e\nFROM users"),
+            (
+                1,
+                "SELECT *\nFROM (\n  WITH x AS (SELECT 1 AS v)\n  SELECT v FROM x\n)",
+            ),
+            (1, "WITH a AS (\n  SELECT id FROM users\n)\nSELECT * FROM a"),
+            (
+                1,
+                "WITH a AS (\n  WITH b AS (SELECT 1 AS v) SELECT v FROM b\n)\nSELECT * FROM a",
+            ),
+            (
+                1,
+                "WITH a AS (\n  SELECT id FROM users\n)\nDELETE FROM users WHERE id IN (SELECT id FROM a)",
+            ),
+            (
+                1,
+                "WITH a AS (\n  WITH b AS (SELECT 1 AS v) SELECT v FROM b\n) DELETE FROM users",
+            ),
+            (1, "SELECT 1 AS\n{alias_name}"),
+            (1, "SELECT u.\n{kw_column} FROM users AS u"),
+            (1, "EXPLAIN\nSELECT 1"),
+            (1, "EXPLAIN\n{transaction}"),
+            (1, "EXPLAIN {transaction}"),
+            (1, "EXPLAIN QUERY PLAN\n{pragma}"),
+            (1, "SELECT 1;\n{write_statement}"),
+            (1, "SELECT 1\n;{write_statement}"),
+            (1, "SELECT 1 AS x;\n  -- c\n  {write_statement}"),
         ],
     ),
     // Reads written to meet a lexical trap head on.

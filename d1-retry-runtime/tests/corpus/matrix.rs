@@ -23,7 +23,7 @@ pub enum Reason {
     NoOpDdl,
     /// Read-only on one line, not once D1's `exec()` cuts it into lines.
     LineBreak,
-    /// Anything else: a write keyword used as a bare name.
+    /// Anything else: a write keyword used as a name where the scanner looks at words.
     KeywordName,
 }
 
@@ -49,7 +49,7 @@ impl Reason {
             Reason::AttachDetach
         } else if starts(&["CREATE", "DROP", "ALTER", "REINDEX", "ANALYZE", "VACUUM"]) {
             Reason::NoOpDdl
-        } else if is_read_only(&sql.replace('\n', " ")) {
+        } else if is_read_only(&code_only(sql).replace('\n', " ")) {
             Reason::LineBreak
         } else {
             Reason::KeywordName
@@ -63,23 +63,27 @@ impl Reason {
             Reason::Unjudged => {
                 "a NUL byte or a Tcl-style `$name(...)` parameter, which the scanner does not judge"
             }
-            Reason::Pragma => "a `PRAGMA` (the scanner calls every PRAGMA a write)",
+            Reason::Pragma => {
+                "a `PRAGMA` (the scanner calls every PRAGMA a write; under `EXPLAIN`, all \
+                 but a read pragma without an argument)"
+            }
             Reason::Transaction => {
                 "a transaction statement (`BEGIN`, `COMMIT`, `ROLLBACK`, `SAVEPOINT`, \
-                 `RELEASE`), which D1 refuses"
+                 `RELEASE`), which D1 refuses (kept under `EXPLAIN`)"
             }
-            Reason::AttachDetach => "`ATTACH` or `DETACH`, which D1 refuses",
+            Reason::AttachDetach => "`ATTACH` or `DETACH`, which D1 refuses (kept under `EXPLAIN`)",
             Reason::NoOpDdl => {
                 "DDL or maintenance that SQLite found to be a no-op (`DROP ... IF EXISTS` of \
                  a missing object, `REINDEX` of a collation no index uses)"
             }
             Reason::LineBreak => {
-                "a comment, string, quoted name, `t.`, `AS` or `replace(` cut by a line break: \
-                 read-only on one line, but D1's `exec()` runs each line on its own"
+                "a comment, string or quoted name over two lines, or a write keyword, `WITH` \
+                 or `EXPLAIN` first on a line: read-only as one text, but D1's `exec()` runs \
+                 each line on its own"
             }
             Reason::KeywordName => {
-                "a write keyword used as a bare name (`SELECT replace FROM t`, an alias \
-                 without `AS`)"
+                "a write keyword used as a name where the scanner looks at words (outside \
+                 the parentheses of a `WITH`: `WITH analyze AS (...)`)"
             }
         }
     }
@@ -99,7 +103,8 @@ fn first_words(sql: &str) -> Vec<String> {
 }
 
 /// `sql` with each comment made a space and each string or quoted name made `x`: good
-/// enough to find the first word of each statement for the report.
+/// enough to find the first word of each statement for the report, and to see whether a
+/// text is read-only once its line breaks are spaces.
 fn code_only(sql: &str) -> String {
     let mut text = String::new();
     let mut rest = sql;
