@@ -459,9 +459,15 @@ impl Finder<'_> {
                         .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                         #classify
                 }
-            } else {
+            } else if awaited {
                 // One runtime call per site: the dispatch, the retry loop and the error's
-                // classification together.
+                // classification together. Awaited where it is made, the attempt's future
+                // lives in a slot of this frame, which saves the site a state machine.
+                quote_spanned! {span=>
+                    (&&#private::Receiver::of(&#receiver)).d1_site()
+                        .run_in(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*), ::core::pin::pin!(::core::option::Option::None))
+                }
+            } else {
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .run(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
@@ -562,7 +568,7 @@ impl Finder<'_> {
             quote_spanned! {span=>
                 match #base {
                     #recv => (&&#private::Receiver::of(&#recv)).d1_site()
-                        .run_awaited(#call_ident, #access, #recv)
+                        .run_awaited_in(#call_ident, #access, #recv, ::core::pin::pin!(::core::option::Option::None))
                         .await
                 }
             }

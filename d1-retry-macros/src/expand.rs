@@ -76,13 +76,18 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         Mode::PerCall => {
             let stmts = &block.stmts;
             let call_init = &names.call_init;
+            // Only the traits the sites need: every trait in scope is one more candidate
+            // for each method call of the body to be checked against.
+            let timed_traits = timed.then(|| {
+                quote! {
+                    ViaAsRefError as _, ViaDisplay as _, ViaError as _,
+                    ViaFromTimedOut as _, ViaNoTimedOut as _,
+                }
+            });
             quote! {
                 #policy_check
                 #[allow(unused_imports)]
-                use #private::{
-                    ViaAsRefError as _, ViaD1Receiver as _, ViaDisplay as _, ViaError as _,
-                    ViaFromTimedOut as _, ViaNoTimedOut as _, ViaOtherReceiver as _,
-                };
+                use #private::{ViaD1Receiver as _, ViaOtherReceiver as _, #timed_traits};
                 #time_limit_check
                 let #call = #call_init;
                 #(#stmts)*
@@ -204,7 +209,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
                     );
                     match #delay {
                         ::core::option::Option::Some(#delay) => {
-                            #driver.sleep(#delay).await;
+                            #driver.wait_before_next(#delay);
                             continue;
                         }
                         ::core::option::Option::None => {
@@ -226,7 +231,8 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
             }
         }
     } else {
-        quote!(#private::Scoped::new(#pinned.as_mut()).await)
+        // The wait before this attempt, if any, and the attempt: one await point.
+        quote!(#driver.turn(#pinned.as_mut()).await)
     };
     // Spanned at the error type, so an error type the runtime cannot read is reported there.
     let failure = quote_spanned! {*error_span=>
@@ -263,7 +269,8 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
                     ::core::option::Option::None => return ::core::result::Result::Err(#error),
                 }
             };
-            #driver.sleep(#delay).await;
+            // Waited for at the next attempt's await, so the loop has one await point.
+            #driver.wait_before_next(#delay);
         }
     }
 }
@@ -274,7 +281,7 @@ fn policy(options: &Options, krate: &TokenStream) -> TokenStream {
         // A const block, so an invalid policy constant is a compile error at `path`.
         let krate = respan(krate, path.span());
         quote_spanned! {path.span()=>
-            const { #krate::__private::checked_policy(#path) }
+            #krate::__private::checked_policy(#path)
         }
     } else {
         let mut policy = quote!(#krate::__private::RetryPolicy::DEFAULT);
@@ -295,7 +302,9 @@ fn policy(options: &Options, krate: &TokenStream) -> TokenStream {
     if let Some((value, _)) = options.deadline_ms() {
         policy = quote!(#policy.with_deadline(::core::time::Duration::from_millis(#value)));
     }
-    policy
+    // Evaluated by the compiler (an invalid constant policy is a compile error at `path`)
+    // and promoted to a `'static`: the call holds a reference, not a 72-byte copy.
+    quote!(&const { #policy })
 }
 
 /// With a time-limit option, a check at the option that the function's error type can

@@ -5,7 +5,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 pub use crate::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::decide::Access;
-pub use crate::driver::Driver;
+pub use crate::driver::{Driver, Turn};
 pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
 pub use crate::operation::OperationName;
 pub use crate::read_only::is_read_only;
@@ -14,6 +14,7 @@ pub use crate::receiver::{
     ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText,
 };
 pub use crate::scope::{Scoped, nested, scoped};
+pub use crate::site::{Attempts, Execute, Site};
 pub use crate::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,
 };

@@ -3,12 +3,15 @@
 //! execution is the whole attempt, so both loops decide with the same code.
 
 use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::call::{Call, race};
 use crate::decide::Access;
 use crate::failure::Failure;
 use crate::operation::OperationName;
+use crate::scope::Scoped;
 use crate::timeout::{TimeLimit, TimedOut};
 use crate::{RetryPolicy, Sleeper, Stopwatch};
 
@@ -16,7 +19,7 @@ use crate::{RetryPolicy, Sleeper, Stopwatch};
 ///
 /// It holds no clock unless the policy has a deadline, and allocates nothing; a call that
 /// succeeds at once costs a few stores.
-pub struct Driver<'a, S> {
+pub struct Driver<'a, S: Sleeper> {
     call: Call<'a, S>,
     /// The deadline's stopwatch, started with the driver when the policy has a deadline.
     started: Option<Stopwatch>,
@@ -24,11 +27,13 @@ pub struct Driver<'a, S> {
     seed: Option<u64>,
     /// The time limit that cut the last attempt, if one did.
     cut: Option<TimeLimit>,
+    /// The wait decided after the last failure, made before the next attempt.
+    waiting: Option<Pin<Box<S::Sleep>>>,
 }
 
 impl<'a, S: Sleeper> Driver<'a, S> {
     /// A driver about to make its first attempt.
-    pub fn new(policy: RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
+    pub fn new(policy: &'a RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
         let call = Call::with_sleeper(policy, operation, sleeper);
         Driver {
             started: call.start_deadline(),
@@ -36,6 +41,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             attempt: 1,
             seed: None,
             cut: None,
+            waiting: None,
         }
     }
 
@@ -49,6 +55,9 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     /// Runs one attempt within the policy's time limits: `Err` if a limit cut it (its
     /// future is then dropped, which does not cancel a query in D1).
     pub async fn attempt<F: Future>(&mut self, attempt: F) -> Result<F::Output, TimedOut> {
+        if let Some(wait) = self.waiting.take() {
+            wait.await;
+        }
         self.cut = None;
         let Some(limit) = self.call.attempt_limit(self.started) else {
             return Ok(attempt.await);
@@ -83,8 +92,115 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         self.call.succeeded();
     }
 
-    /// Waits `delay` through the sleeper.
-    pub fn sleep(&self, delay: Duration) -> S::Sleep {
-        self.call.sleeper().sleep(delay)
+    /// Makes the next attempt ([`turn`](Self::turn) or [`attempt`](Self::attempt)) wait
+    /// `delay` first, so that the loop awaits once per attempt.
+    pub fn wait_before_next(&mut self, delay: Duration) {
+        self.waiting = Some(self.call.wait(delay));
+    }
+
+    /// The next attempt of a loop without time limits: the wait decided after the last
+    /// failure, then `attempt` polled inside the scope that keeps the D1 calls within
+    /// from retrying on their own.
+    pub fn turn<'t, F: Future>(&'t mut self, attempt: Pin<&'t mut F>) -> Turn<'t, S, F> {
+        Turn {
+            waiting: &mut self.waiting,
+            attempt: Scoped::new(attempt),
+        }
+    }
+
+    /// Waits `delay` through the sleeper (on the heap: see `Call::wait`).
+    pub fn sleep(&self, delay: Duration) -> core::pin::Pin<Box<S::Sleep>> {
+        self.call.wait(delay)
+    }
+}
+
+/// The future of [`Driver::turn`]: a plain struct, so that a whole-body function adds one
+/// await point per attempt and no state machine for the wait.
+#[must_use = "futures do nothing unless polled"]
+pub struct Turn<'t, S: Sleeper, F> {
+    waiting: &'t mut Option<Pin<Box<S::Sleep>>>,
+    attempt: Scoped<'t, F>,
+}
+
+impl<S: Sleeper, F: Future> Future for Turn<'_, S, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.get_mut();
+        if let Some(wait) = this.waiting {
+            if wait.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            *this.waiting = None;
+        }
+        Pin::new(&mut this.attempt).poll(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::{Cell, RefCell};
+
+    /// Records each wait; every wait stays pending for one poll.
+    #[derive(Default)]
+    struct Waits(RefCell<Vec<Duration>>);
+
+    impl Sleeper for &Waits {
+        type Sleep = OncePending;
+        fn sleep(&self, duration: Duration) -> OncePending {
+            self.0.borrow_mut().push(duration);
+            OncePending(false)
+        }
+    }
+
+    struct OncePending(bool);
+
+    impl Future for OncePending {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            if self.0 {
+                Poll::Ready(())
+            } else {
+                self.0 = true;
+                Poll::Pending
+            }
+        }
+    }
+
+    #[test]
+    fn a_turn_makes_the_scheduled_wait_then_polls_the_attempt_inside_the_scope() {
+        let waits = Waits::default();
+        let policy = RetryPolicy::DEFAULT;
+        let mut driver = Driver::new(&policy, OperationName::Named("test"), &waits);
+        let polled_nested = Cell::new(None);
+        let attempt = || {
+            core::future::poll_fn(|_| {
+                polled_nested.set(Some(crate::scope::nested()));
+                Poll::Ready(1)
+            })
+        };
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+
+        // No wait scheduled: the first turn polls the attempt at once, inside the scope.
+        let mut first = core::pin::pin!(attempt());
+        assert_eq!(
+            Pin::new(&mut driver.turn(first.as_mut())).poll(&mut cx),
+            Poll::Ready(1)
+        );
+        assert_eq!(polled_nested.take(), Some(true));
+        assert!(!crate::scope::nested(), "the scope ends with the poll");
+
+        // A scheduled wait comes first: the attempt is not polled until it is over.
+        driver.wait_before_next(Duration::from_millis(200));
+        assert_eq!(*waits.0.borrow(), [Duration::from_millis(200)]);
+        let mut second = core::pin::pin!(attempt());
+        let mut turn = driver.turn(second.as_mut());
+        assert_eq!(Pin::new(&mut turn).poll(&mut cx), Poll::Pending);
+        assert_eq!(polled_nested.take(), None, "not polled during the wait");
+        assert_eq!(Pin::new(&mut turn).poll(&mut cx), Poll::Ready(1));
+        assert_eq!(polled_nested.take(), Some(true));
+        drop(turn);
+        assert!(driver.waiting.is_none(), "a wait is made once");
     }
 }

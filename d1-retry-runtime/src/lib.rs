@@ -50,6 +50,7 @@ mod read_only;
 mod receiver;
 mod retry;
 mod scope;
+mod site;
 mod sleep;
 mod timeout;
 

@@ -10,6 +10,7 @@
 
 use core::future::{Future, IntoFuture};
 use core::marker::PhantomData;
+use core::pin::Pin;
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use crate::call::{Call, TimedCall, execute, execute_timed};
 use crate::decide::Access;
 use crate::failure::Failure;
+use crate::site::Execute;
 use crate::timeout::TimedOut;
 use crate::{Sleeper, is_read_only};
 
@@ -156,26 +158,45 @@ impl Retrying {
         execute(call, access, args, attempt, E::d1_failure)
     }
 
-    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone.
+    /// [`run`](Self::run) for a call awaited where it is made: each attempt's future lives
+    /// in `slot`, a `pin!(None)` of the caller's, so the site adds no state machine (see
+    /// [`Execute`]).
     #[inline(always)]
-    pub fn run_awaited<'c, S, R, T, E>(
+    pub fn run_in<'c, 's, S, A, F, Fut, T, E>(
+        self,
+        call: &'c Call<'c, S>,
+        args: A,
+        access: Access,
+        attempt: F,
+        slot: Pin<&'s mut Option<Fut>>,
+    ) -> Execute<'c, 's, S, A, F, Fut>
+    where
+        S: Sleeper,
+        A: Clone,
+        F: FnMut(A) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: ExecutionError,
+    {
+        Execute::new(call, access, args, attempt, slot)
+    }
+
+    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone; each
+    /// attempt's future lives in `slot`.
+    #[inline(always)]
+    pub fn run_awaited_in<'c, 's, S, R, T, E>(
         self,
         call: &'c Call<'c, S>,
         access: Access,
         statement: R,
-    ) -> impl Future<Output = Result<T, E>> + use<'c, S, R, T, E>
+        slot: Pin<&'s mut Option<R::IntoFuture>>,
+    ) -> Execute<'c, 's, S, (), impl FnMut(()) -> R::IntoFuture, R::IntoFuture>
     where
         S: Sleeper,
         R: IntoFuture<Output = Result<T, E>> + Clone,
         E: ExecutionError,
     {
-        execute(
-            call,
-            access,
-            (),
-            move |()| statement.clone().into_future(),
-            E::d1_failure,
-        )
+        let attempt = move |()| statement.clone().into_future();
+        Execute::new(call, access, (), attempt, slot)
     }
 
     /// Makes `attempt(args)`, retried as `access` allows.
@@ -282,13 +303,27 @@ impl Plain {
         attempt(args)
     }
 
-    /// Turns `value` into its future, as `.await` does.
+    /// Makes `attempt(args)` once; the slot stays empty.
     #[inline(always)]
-    pub fn run_awaited<S, R: IntoFuture>(
+    pub fn run_in<S, A, R>(
+        self,
+        _call: &Call<'_, S>,
+        args: A,
+        _access: Access,
+        attempt: impl FnOnce(A) -> R,
+        _slot: Pin<&mut Option<Never>>,
+    ) -> R {
+        attempt(args)
+    }
+
+    /// Turns `value` into its future, as `.await` does; the slot stays empty.
+    #[inline(always)]
+    pub fn run_awaited_in<S, R: IntoFuture>(
         self,
         _call: &Call<'_, S>,
         _access: Access,
         value: R,
+        _slot: Pin<&mut Option<Never>>,
     ) -> R::IntoFuture {
         value.into_future()
     }

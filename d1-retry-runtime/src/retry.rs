@@ -198,7 +198,8 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let (mut driver, access) = self.into_driver();
+        let policy = self.policy;
+        let (mut driver, access) = self.into_driver(&policy);
         loop {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own.
             let mut current = core::pin::pin!(attempt());
@@ -233,7 +234,8 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let (mut driver, access) = self.into_driver();
+        let policy = self.policy;
+        let (mut driver, access) = self.into_driver(&policy);
         loop {
             let mut current = core::pin::pin!(attempt());
             let delay = match driver.attempt(Scoped::new(current.as_mut())).await {
@@ -257,13 +259,12 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         }
     }
 
-    fn into_driver(self) -> (Driver<'a, S>, Access) {
-        let driver = Driver::new(
-            self.policy,
-            OperationName::Named(self.operation),
-            self.sleeper,
-        )
-        .with_seed(self.seed);
+    fn into_driver<'p>(self, policy: &'p RetryPolicy) -> (Driver<'p, S>, Access)
+    where
+        'a: 'p,
+    {
+        let driver = Driver::new(policy, OperationName::Named(self.operation), self.sleeper)
+            .with_seed(self.seed);
         (driver, self.access)
     }
 }
