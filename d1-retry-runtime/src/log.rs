@@ -36,12 +36,23 @@ macro_rules! attempt_line {
 }
 
 pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
-    attempt_line!(
-        warn,
+    warn(
         event,
-        d1.delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-        "D1 transient failure, retrying"
+        Some(whole_ms(delay)),
+        None,
+        "D1 transient failure, retrying",
     );
+}
+
+/// `delay` in whole milliseconds, saturating at `u64::MAX`: `as_millis` is a `u128`, and
+/// `checked_mul`'s overflow check would be a 128-bit multiplication on wasm32 too.
+fn whole_ms(delay: Duration) -> u64 {
+    let secs = delay.as_secs();
+    if secs <= u64::MAX / 1000 {
+        (secs * 1000).saturating_add(u64::from(delay.subsec_millis()))
+    } else {
+        u64::MAX
+    }
 }
 
 /// The one line about a failure that is not retried, with the reason in `d1.withheld`,
@@ -57,11 +68,33 @@ pub(crate) fn withheld(event: &Event<'_, '_>, reason: Withheld) {
         );
         return;
     }
+    warn(
+        event,
+        None,
+        Some(reason.as_str()),
+        "D1 failure, not retried",
+    );
+}
+
+/// The one warn-level call site of both [`retrying`] and [`withheld`]: each call site
+/// costs its static metadata and the code that builds and dispatches its fields, so the two
+/// share one. A `None` field is not recorded at all, and the message passed through `"{}"`
+/// formats as the literal did, so every subscriber sees what two call sites wrote: the
+/// seven fields, then `d1.delay_ms` or `d1.withheld`.
+#[inline(never)]
+fn warn(
+    event: &Event<'_, '_>,
+    delay_ms: Option<u64>,
+    withheld: Option<&'static str>,
+    message: &'static str,
+) {
     attempt_line!(
         warn,
         event,
-        d1.withheld = reason.as_str(),
-        "D1 failure, not retried"
+        d1.delay_ms = delay_ms,
+        d1.withheld = withheld,
+        "{}",
+        message
     );
 }
 
@@ -80,4 +113,156 @@ pub(crate) fn write_in_read_only(operation: OperationName<'_>, sql: &str) {
         d1.sql = sql,
         "#[d1_retry(read_only)] function ran SQL that may write; treating this attempt as a write"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::sync::{Arc, Mutex};
+
+    use tracing::Level;
+
+    use super::*;
+    use crate::FailureClass;
+
+    /// Everything the `fmt` layer writes, without time or colours.
+    #[derive(Clone, Default)]
+    struct Written(Arc<Mutex<Vec<u8>>>);
+
+    impl io::Write for Written {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn written(lines: impl FnOnce()) -> String {
+        let out = Written::default();
+        let sink = out.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(Level::TRACE)
+            .with_ansi(false)
+            .without_time()
+            .with_writer(move || sink.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, lines);
+        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+    }
+
+    #[test]
+    fn whole_ms_is_as_millis_saturated() {
+        let edge = u64::MAX / 1000;
+        for delay in [
+            Duration::ZERO,
+            Duration::from_nanos(999_999),
+            Duration::from_micros(163_999),
+            Duration::new(1, 999_999_999),
+            Duration::new(edge - 1, 999_999_999),
+            Duration::new(edge, 0),
+            Duration::new(edge, 615_999_999),
+            Duration::new(edge, 616_000_000),
+            Duration::new(edge + 1, 0),
+            Duration::MAX,
+        ] {
+            let expected = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+            assert_eq!(whole_ms(delay), expected, "{delay:?}");
+        }
+        assert_eq!(whole_ms(Duration::new(edge, 615_000_000)), u64::MAX);
+    }
+
+    /// The lines as the `fmt` layer writes them, byte for byte: their messages and fields
+    /// are a contract (the facade's tests and users' log queries read them), so a change
+    /// in how they are emitted must not change them.
+    #[test]
+    fn the_lines_are_written_as_documented() {
+        let text = "D1_ERROR: Network connection lost.";
+        let failure = Failure::with_class(FailureClass::MaybeExecuted, &text);
+        let event = |attempt, budget_exhausted| Event {
+            operation: OperationName::Method {
+                type_name: "app::repo::UserRepo<app::Db>",
+                method: "find",
+            },
+            read_only: true,
+            attempt,
+            max_attempts: 5,
+            budget_exhausted,
+            failure: &failure,
+        };
+        let permanent = Failure::with_class(FailureClass::Permanent, &"no such table: users");
+        let first = Event {
+            attempt: 1,
+            failure: &permanent,
+            ..event(1, false)
+        };
+        let out = written(|| {
+            retrying(&event(1, false), Duration::from_micros(163_999));
+            retrying(&event(2, false), Duration::MAX);
+            withheld(&event(5, false), Withheld::Exhausted);
+            withheld(&event(2, true), Withheld::Budget);
+            withheld(&first, Withheld::Permanent);
+            withheld(
+                &Event {
+                    attempt: 2,
+                    ..first
+                },
+                Withheld::Permanent,
+            );
+            invalid_policy(
+                OperationName::Named("users.find"),
+                PolicyError::ZeroAttempts,
+            );
+            write_in_read_only(OperationName::Named("users.find"), "DELETE FROM users");
+        });
+        let fields = |attempt, exhausted, failure: &str, class| {
+            format!(
+                "d1.operation=UserRepo::find d1.read_only=true d1.attempt={attempt} \
+                 d1.max_attempts=5 d1.budget_exhausted={exhausted} \
+                 d1.failure_class=\"{class}\" d1.failure={failure}"
+            )
+        };
+        let lost = "D1_ERROR: Network connection lost.";
+        let table = "no such table: users";
+        let target = "d1_retry_runtime::log";
+        let expected = [
+            format!(
+                " WARN {target}: D1 transient failure, retrying {} d1.delay_ms=163",
+                fields(1, false, lost, "maybe_executed")
+            ),
+            format!(
+                " WARN {target}: D1 transient failure, retrying {} d1.delay_ms={}",
+                fields(2, false, lost, "maybe_executed"),
+                u64::MAX
+            ),
+            format!(
+                " WARN {target}: D1 failure, not retried {} d1.withheld=\"exhausted\"",
+                fields(5, false, lost, "maybe_executed")
+            ),
+            format!(
+                " WARN {target}: D1 failure, not retried {} d1.withheld=\"budget\"",
+                fields(2, true, lost, "maybe_executed")
+            ),
+            format!(
+                "DEBUG {target}: D1 failure, not retried {} d1.withheld=\"permanent\"",
+                fields(1, false, table, "permanent")
+            ),
+            format!(
+                " WARN {target}: D1 failure, not retried {} d1.withheld=\"permanent\"",
+                fields(2, false, table, "permanent")
+            ),
+            format!(
+                "ERROR {target}: invalid RetryPolicy: made a single attempt \
+                 d1.operation=users.find d1.policy_error=\"{}\"",
+                PolicyError::ZeroAttempts.message()
+            ),
+            format!(
+                "ERROR {target}: #[d1_retry(read_only)] function ran SQL that may write; \
+                 treating this attempt as a write d1.operation=users.find \
+                 d1.sql=\"DELETE FROM users\""
+            ),
+        ];
+        assert_eq!(out.lines().collect::<Vec<_>>(), expected, "{out}");
+    }
 }

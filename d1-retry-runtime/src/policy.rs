@@ -68,11 +68,14 @@ pub struct RetryPolicy {
 const NO_LIMIT: u32 = u32::MAX;
 
 /// `duration` in whole milliseconds, rounded up so that a limit above zero stays above
-/// zero, and saturating below [`NO_LIMIT`] (about 49 days).
+/// zero, and saturating below [`NO_LIMIT`] (about 49 days). `u64` arithmetic: `u128`
+/// division would link `compiler_builtins`' 128-bit division into every Worker.
 const fn limit_ms(duration: Duration) -> u32 {
-    let nanos = duration.as_nanos();
-    let ms = nanos.div_ceil(1_000_000);
-    if ms >= NO_LIMIT as u128 {
+    let ms = duration
+        .as_secs()
+        .saturating_mul(1000)
+        .saturating_add(duration.subsec_nanos().div_ceil(1_000_000) as u64);
+    if ms >= NO_LIMIT as u64 {
         NO_LIMIT - 1
     } else {
         ms as u32
@@ -292,7 +295,7 @@ impl RetryPolicy {
         if self.max_attempts == 0 {
             return Err(PolicyError::ZeroAttempts);
         }
-        if self.base_delay.as_nanos() > self.max_delay.as_nanos() {
+        if is_below(self.max_delay, self.base_delay) {
             return Err(PolicyError::BaseAboveCap);
         }
         if self.jitter_min_percent == 0 || self.jitter_min_percent > self.jitter_max_percent {
@@ -329,10 +332,10 @@ impl RetryPolicy {
         if retry == 0 || retry >= self.max_attempts {
             return (Duration::ZERO, Duration::ZERO);
         }
-        let capped = self.capped_nanos(retry);
+        let capped = self.capped(retry);
         (
-            nanos(capped * self.jitter_min_percent as u128 / 100),
-            nanos(self.longest_nanos(capped)),
+            percent_of(capped, self.jitter_min_percent),
+            percent_of(capped, self.jitter_max_percent),
         )
     }
 
@@ -345,40 +348,35 @@ impl RetryPolicy {
     /// ```
     #[must_use]
     pub const fn max_total_delay(&self) -> Duration {
-        let mut total: u128 = 0;
+        let mut total = Duration::ZERO;
         let mut retry = 1;
         while retry < self.max_attempts {
-            if self.capped_nanos(retry) == self.max_delay.as_nanos() {
-                // Every later delay is the cap too: count them at once instead of looping
-                // up to `u32::MAX` times.
-                let remaining = (self.max_attempts - retry) as u128;
-                return nanos(total.saturating_add(
-                    remaining.saturating_mul(self.longest_nanos(self.capped_nanos(retry))),
-                ));
+            let capped = self.capped(retry);
+            let longest = percent_of(capped, self.jitter_max_percent);
+            if !is_below(capped, self.max_delay) || capped.is_zero() {
+                // Every later delay is the cap too (or zero, from a zero base): count them
+                // at once instead of looping up to `u32::MAX` times.
+                let remaining = self.max_attempts - retry;
+                return total.saturating_add(longest.saturating_mul(remaining));
             }
-            total += self.longest_nanos(self.capped_nanos(retry));
+            total = total.saturating_add(longest);
             retry += 1;
         }
-        nanos(total)
+        total
     }
 
-    /// The longest jittered delay for a capped delay of `capped` nanoseconds.
-    const fn longest_nanos(&self, capped: u128) -> u128 {
-        capped.saturating_mul(self.jitter_max_percent as u128) / 100
-    }
-
-    /// `min(base × 2^(retry-1), cap)` in nanoseconds; the shift saturates instead of overflowing.
-    const fn capped_nanos(&self, retry: u32) -> u128 {
-        let cap = self.max_delay.as_nanos();
-        let base = self.base_delay.as_nanos();
-        let doublings = retry - 1;
-        // A base of a few nanoseconds doubled 100 times already exceeds any Duration.
-        let exponential = if doublings >= 100 {
-            u128::MAX
-        } else {
-            base.saturating_mul(1u128 << doublings)
-        };
-        if exponential < cap { exponential } else { cap }
+    /// `min(base × 2^(retry-1), cap)`, saturating instead of overflowing.
+    const fn capped(&self, retry: u32) -> Duration {
+        let cap = self.max_delay;
+        let mut delay = self.base_delay;
+        let mut doublings = retry - 1;
+        // A delay above zero reaches any cap in at most 94 doublings (`Duration::MAX` is
+        // below 2^94 ns), so huge retry numbers do not loop long; zero stays zero.
+        while doublings > 0 && !delay.is_zero() && is_below(delay, cap) {
+            delay = delay.saturating_add(delay);
+            doublings -= 1;
+        }
+        if is_below(delay, cap) { delay } else { cap }
     }
 }
 
@@ -388,13 +386,36 @@ impl Default for RetryPolicy {
     }
 }
 
-/// A `Duration` of `n` nanoseconds, saturating at the largest one.
-const fn nanos(n: u128) -> Duration {
-    let secs = n / 1_000_000_000;
-    if secs > u64::MAX as u128 {
-        return Duration::MAX;
+/// `a < b`, in a `const fn` (`PartialOrd` is not `const`).
+const fn is_below(a: Duration, b: Duration) -> bool {
+    a.as_secs() < b.as_secs() || (a.as_secs() == b.as_secs() && a.subsec_nanos() < b.subsec_nanos())
+}
+
+/// `duration × percent / 100`, rounded down to the nanosecond like the exact product, and
+/// saturating at [`Duration::MAX`].
+///
+/// In `u64` pieces, exact over the whole range of `Duration` and `u32`: with the seconds
+/// split as `100 q + r` (`r < 100`), the result is `q × percent` seconds, plus
+/// `r × percent / 100` seconds, plus the nanoseconds' share. `r × percent < 100 × 2^32`
+/// and `subsec × percent < 10^9 × 2^32 < 2^62` cannot overflow; only `q × percent` and the
+/// final sum can, and then the exact result is above `Duration::MAX` too.
+const fn percent_of(duration: Duration, percent: u32) -> Duration {
+    let percent = percent as u64;
+    let (q, r) = (duration.as_secs() / 100, duration.as_secs() % 100);
+    let r_share = r * percent;
+    // Below 10^9 + 2^62 / 100: no overflow.
+    let nanos = r_share % 100 * 10_000_000 + duration.subsec_nanos() as u64 * percent / 100;
+    let extra_secs = r_share / 100 + nanos / 1_000_000_000;
+    // Not `checked_mul`: its overflow check is a 128-bit multiplication on wasm32.
+    let secs = if percent == 0 || q <= u64::MAX / percent {
+        (q * percent).checked_add(extra_secs)
+    } else {
+        None
+    };
+    match secs {
+        Some(secs) => Duration::new(secs, (nanos % 1_000_000_000) as u32),
+        None => Duration::MAX,
     }
-    Duration::new(secs as u64, (n % 1_000_000_000) as u32)
 }
 
 #[cfg(test)]
@@ -491,6 +512,145 @@ mod tests {
             (Duration::new(u64::MAX, 0), Duration::new(u64::MAX, 0))
         );
         assert_eq!(huge.max_total_delay(), Duration::MAX);
+    }
+
+    /// The `u128` arithmetic `percent_of` replaced, as the reference.
+    fn percent_of_u128(duration: Duration, percent: u32) -> Duration {
+        let n = duration.as_nanos() * u128::from(percent) / 100;
+        match u64::try_from(n / 1_000_000_000) {
+            Ok(secs) => Duration::new(secs, (n % 1_000_000_000) as u32),
+            Err(_) => Duration::MAX,
+        }
+    }
+
+    #[test]
+    fn percent_of_is_the_exact_product_rounded_down_or_saturated() {
+        let durations = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_nanos(99),
+            Duration::from_nanos(999_999_999),
+            ms(160),
+            Duration::new(1, 1),
+            Duration::new(99, 999_999_999),
+            Duration::new(100, 0),
+            Duration::new(12_345_678_901, 987_654_321),
+            Duration::new(u64::MAX / 100, 999_999_999),
+            Duration::new(u64::MAX / 120 * 100, 5),
+            Duration::new(u64::MAX - 1, 999_999_999),
+            Duration::new(u64::MAX, 0),
+            Duration::MAX,
+        ];
+        let percents = [0, 1, 7, 80, 99, 100, 101, 120, 1_000, 12_345_678, u32::MAX];
+        for d in durations {
+            for p in percents {
+                assert_eq!(percent_of(d, p), percent_of_u128(d, p), "{d:?} × {p}%");
+            }
+        }
+        // A pseudo-random sweep over the whole range.
+        let mut z = 0x1234_5678_9abc_def0_u64;
+        let mut next = || {
+            z = z.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            z
+        };
+        for _ in 0..20_000 {
+            let shift = next() % 64;
+            let d = Duration::new(next() >> shift, (next() % 1_000_000_000) as u32);
+            let p = (next() >> (next() % 64)) as u32;
+            assert_eq!(percent_of(d, p), percent_of_u128(d, p), "{d:?} × {p}%");
+        }
+    }
+
+    #[test]
+    fn extreme_jitter_and_caps_saturate_at_the_largest_duration() {
+        // The exact product is above Duration::MAX only because of the jitter.
+        let p = RetryPolicy::DEFAULT
+            .with_base_delay(Duration::new(1 << 63, 0))
+            .with_max_delay(Duration::MAX)
+            .with_jitter(100, 300);
+        assert_eq!(
+            p.delay_bounds(1),
+            (Duration::new(1 << 63, 0), Duration::MAX)
+        );
+        // The doubling itself overflows: the cap, then jitter below 100 % shrinks it.
+        assert_eq!(p.with_jitter(50, 50).delay_bounds(2).1, Duration::MAX / 2);
+        // Sums saturate too, and a capped schedule is counted without looping.
+        assert_eq!(p.max_total_delay(), Duration::MAX);
+        let endless = RetryPolicy::DEFAULT
+            .with_max_attempts(u32::MAX)
+            .with_base_delay(Duration::from_nanos(1))
+            .with_max_delay(Duration::MAX)
+            .with_jitter(1, 1);
+        assert_eq!(endless.max_total_delay(), Duration::MAX);
+        assert_eq!(
+            endless.delay_bounds(u32::MAX - 1),
+            (Duration::MAX / 100, Duration::MAX / 100)
+        );
+        // 2^93 ns is below Duration::MAX, 2^94 ns above it.
+        let doubled = |n: u32| endless.with_jitter(100, 100).delay_bounds(n).0;
+        assert_eq!(doubled(94).as_nanos(), 1 << 93);
+        assert_eq!(doubled(95), Duration::MAX);
+        // Huge jitter percentages: the product is exact, not saturated early.
+        let wide = RetryPolicy::DEFAULT.with_jitter(1, u32::MAX);
+        assert_eq!(
+            wide.delay_bounds(1),
+            (
+                ms(2),
+                Duration::from_nanos(200_000_000 * u64::from(u32::MAX) / 100)
+            )
+        );
+    }
+
+    #[test]
+    fn a_zero_base_delay_stays_zero_however_many_retries() {
+        let p = RetryPolicy::DEFAULT
+            .with_max_attempts(u32::MAX)
+            .with_base_delay(Duration::ZERO);
+        assert_eq!(p.delay_bounds(1), (ms(0), ms(0)));
+        assert_eq!(p.delay_bounds(200), (ms(0), ms(0)));
+        assert_eq!(p.delay_bounds(u32::MAX - 1), (ms(0), ms(0)));
+        assert_eq!(p.max_total_delay(), ms(0));
+        const TOTAL: Duration = RetryPolicy::DEFAULT
+            .with_max_attempts(u32::MAX)
+            .with_base_delay(Duration::ZERO)
+            .max_total_delay();
+        assert_eq!(TOTAL, ms(0));
+    }
+
+    #[test]
+    fn a_base_above_the_cap_waits_the_cap() {
+        // Invalid (validate refuses it), but the bounds still follow the formula.
+        let p = RetryPolicy::DEFAULT
+            .with_base_delay(ms(5000))
+            .with_jitter(100, 100);
+        assert_eq!(p.delay_bounds(1), (ms(2000), ms(2000)));
+        assert_eq!(p.max_total_delay(), ms(8000));
+    }
+
+    #[test]
+    fn time_limits_round_up_and_saturate_in_whole_milliseconds() {
+        let p = RetryPolicy::DEFAULT;
+        let timeout = |d| p.with_attempt_timeout(d).attempt_timeout();
+        assert_eq!(timeout(Duration::from_nanos(1)), Some(ms(1)));
+        assert_eq!(timeout(Duration::new(1, 0)), Some(ms(1000)));
+        assert_eq!(timeout(Duration::new(1, 1)), Some(ms(1001)));
+        assert_eq!(timeout(Duration::new(1, 999_000_001)), Some(ms(2000)));
+        let most = u64::from(u32::MAX - 1);
+        assert_eq!(timeout(ms(most - 1)), Some(ms(most - 1)));
+        assert_eq!(timeout(ms(most)), Some(ms(most)));
+        assert_eq!(timeout(ms(most) - Duration::from_nanos(1)), Some(ms(most)));
+        assert_eq!(timeout(ms(most) + Duration::from_nanos(1)), Some(ms(most)));
+        assert_eq!(timeout(ms(u64::from(u32::MAX))), Some(ms(most)));
+        assert_eq!(
+            timeout(Duration::new(u64::MAX / 1000 + 1, 0)),
+            Some(ms(most))
+        );
+        assert_eq!(timeout(Duration::MAX), Some(ms(most)));
+        assert_eq!(
+            p.with_deadline(Duration::new(u64::MAX, 999_999_999))
+                .deadline(),
+            Some(ms(most))
+        );
     }
 
     #[test]
