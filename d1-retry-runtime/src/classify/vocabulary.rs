@@ -99,8 +99,11 @@ pub(super) const HEAD_LEN: usize = 107;
 /// whole message, because a phrase that fills the head exactly may go on beyond it.
 pub(super) fn start_class(head: &[u8], complete: bool) -> Option<FailureClass> {
     let message = strip_prefixes(head);
-    for (phrase, class) in PHRASES {
-        if let Some(after) = message.strip_prefix(phrase.as_bytes())
+    let first = message.first();
+    for &(phrase, class) in &PHRASES {
+        // The first byte rules out most phrases without a call to `memcmp`.
+        if phrase.as_bytes().first() == first
+            && let Some(after) = message.strip_prefix(phrase.as_bytes())
             && ends_phrase(after, complete)
         {
             return Some(class);
@@ -202,7 +205,7 @@ mod tests {
 
     #[test]
     fn every_phrase_matches_after_the_longest_prefixes_inside_a_full_head() {
-        for (phrase, class) in PHRASES {
+        for &(phrase, class) in &PHRASES {
             let beyond = "x".repeat(HEAD_LEN);
             let message = format!("{LONGEST_PREFIXES}{phrase}.{beyond}");
             let head = message.as_bytes().get(..HEAD_LEN).unwrap_or_default();

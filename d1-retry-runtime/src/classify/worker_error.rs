@@ -144,7 +144,9 @@ fn write_worker_text(error: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let _ = for_each_text(error, |text| {
         if written.is_empty() {
             written.push_str(text);
-        } else if !written.contains(text) {
+        } else if !text.is_empty()
+            && super::head::find(written.as_bytes(), text.as_bytes()).is_none()
+        {
             written.push_str(" (cause: ");
             written.push_str(text);
             written.push(')');
