@@ -1,196 +1,241 @@
 //! A `#[d1_retry]` method whose first attempt succeeds allocates nothing more than the same
-//! method without the attribute; a counting global allocator watches both. The sizes of the
-//! two futures are printed for BENCHMARKS.md (`cargo test --test happy_path_alloc -- --nocapture`).
+//! method without the attribute, and so does the `Retry` builder; a counting global allocator
+//! watches them. The methods are those `benches/happy_path.rs` times
+//! (`test-support/shared/happy_path.rs`), and the sizes of their futures, the peers' too, are
+//! printed from the same function the bench prints them with
+//! (`cargo test --test happy_path_alloc -- --nocapture`; the bench prints the release sizes).
 
+#[path = "../test-support/shared/happy_path.rs"]
+mod happy_path;
+
+use std::fmt::Debug;
 use std::future::Future;
 use std::hint::black_box;
 
-use d1_retry::d1_retry;
+use d1_retry::{FailureClass, RetryPolicy, classify};
+use test_support::{CountingAllocator, allocations_of, block_on};
 
-use test_support::{CountingAllocator, allocations_of};
+use happy_path::{
+    BACKON_SCHEDULE, DYNAMIC_SQL, DbError, Instant, Unmarked, UserRepo, future_size_report,
+    future_sizes, retried_like_d1_retry_read, tokio_retry2_schedule,
+};
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-#[derive(Debug)]
-struct DbError;
-
-impl std::fmt::Display for DbError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("D1_ERROR: no such table: users: SQLITE_ERROR")
-    }
+fn repo() -> UserRepo<Instant> {
+    UserRepo { db: Instant }
 }
 
-impl std::error::Error for DbError {}
-
-impl From<d1_retry::TimedOut> for DbError {
-    fn from(_: d1_retry::TimedOut) -> Self {
-        DbError
-    }
-}
-
-/// A stand-in for `worker::D1Database` whose statements succeed on their first poll.
-struct Db;
-
-#[derive(Clone)]
-struct Statement<'q> {
-    sql: &'q str,
-    id: i64,
-}
-
-// Marked, so the annotated methods below take the retrying path.
-impl d1_retry::D1Receiver for Statement<'_> {}
-
-impl Db {
-    fn prepare<'q>(&self, sql: &'q str) -> Statement<'q> {
-        Statement { sql, id: 0 }
-    }
-}
-
-impl Statement<'_> {
-    fn bind(mut self, id: i64) -> Self {
-        self.id = id;
-        self
-    }
-
-    async fn run(&self) -> Result<usize, DbError> {
-        Ok(black_box(self.sql).len() + usize::from(black_box(self.id) > 0))
-    }
-}
-
-struct Repo {
-    db: Db,
-}
-
-impl Repo {
-    async fn find_plain(&self, id: i64) -> Result<usize, DbError> {
-        self.db
-            .prepare("SELECT id, name FROM users WHERE id = ?1")
-            .bind(id)
-            .run()
-            .await
-    }
-
-    #[d1_retry]
-    async fn find(&self, id: i64) -> Result<usize, DbError> {
-        self.db
-            .prepare("SELECT id, name FROM users WHERE id = ?1")
-            .bind(id)
-            .run()
-            .await
-    }
-
-    /// With the recommended time limits (its future's size is reported below).
-    #[d1_retry(attempt_timeout_ms = 2000, deadline_ms = 10_000)]
-    async fn find_timed(&self, id: i64) -> Result<usize, DbError> {
-        self.db
-            .prepare("SELECT id, name FROM users WHERE id = ?1")
-            .bind(id)
-            .run()
-            .await
-    }
-
-    async fn rename_plain(&self, id: i64) -> Result<usize, DbError> {
-        self.db
-            .prepare("UPDATE users SET name = 'x' WHERE id = ?1")
-            .bind(id)
-            .run()
-            .await
-    }
-
-    #[d1_retry]
-    async fn rename(&self, id: i64) -> Result<usize, DbError> {
-        self.db
-            .prepare("UPDATE users SET name = 'x' WHERE id = ?1")
-            .bind(id)
-            .run()
-            .await
-    }
-
-    async fn query_plain(&self, sql: &str, id: i64) -> Result<usize, DbError> {
-        self.db.prepare(sql).bind(id).run().await
-    }
-
-    #[d1_retry(read_only)]
-    async fn query(&self, sql: &str, id: i64) -> Result<usize, DbError> {
-        self.db.prepare(sql).bind(id).run().await
-    }
-}
-
-const DYNAMIC_SQL: &str = "/* list */ SELECT u.id FROM users u JOIN orders o ON o.user_id = u.id \
-                           WHERE u.id = ?1 AND o.note <> 'please delete'";
-
-/// Runs the plain and the annotated future, checks they return the same value, and returns
+/// Runs the plain and the retrying future, checks they return the same value, and returns
 /// the allocations of each.
-fn compare<P, A>(plain: P, annotated: A) -> (u64, u64)
+fn compare<T, P, A>(plain: P, retrying: A) -> (u64, u64)
 where
-    P: Future<Output = Result<usize, DbError>>,
-    A: Future<Output = Result<usize, DbError>>,
+    T: PartialEq + Debug,
+    P: Future<Output = Result<T, DbError>>,
+    A: Future<Output = Result<T, DbError>>,
 {
     let (plain_allocations, plain_output) = allocations_of(plain);
-    let (annotated_allocations, annotated_output) = allocations_of(annotated);
+    let (retrying_allocations, retrying_output) = allocations_of(retrying);
     assert_eq!(
         plain_output.expect("the plain call succeeds"),
-        annotated_output.expect("the annotated call succeeds"),
+        retrying_output.expect("the retrying call succeeds"),
     );
-    (plain_allocations, annotated_allocations)
+    (plain_allocations, retrying_allocations)
+}
+
+/// The promise: no allocation on the happy path beyond the plain call's, which makes none.
+fn assert_no_extra_allocation(what: &str, (plain, retrying): (u64, u64)) {
+    assert_eq!(plain, 0, "the plain call of {what} allocates {plain} times");
+    assert!(
+        retrying <= plain,
+        "{what}: {retrying} allocations, the plain call: {plain}"
+    );
 }
 
 #[test]
 fn a_read_allocates_nothing_more_than_without_the_attribute() {
-    let repo = Repo { db: Db };
-    let (plain, annotated) = compare(repo.find_plain(7), repo.find(7));
-    assert!(
-        annotated <= plain,
-        "#[d1_retry] read: {annotated} allocations, plain: {plain}"
+    let repo = repo();
+    assert_no_extra_allocation(
+        "#[d1_retry] read",
+        compare(repo.find_plain(7), repo.find(7)),
+    );
+    assert_no_extra_allocation(
+        "#[d1_retry(name)] read",
+        compare(repo.find_plain(7), repo.find_named(7)),
     );
 }
 
 #[test]
 fn a_write_allocates_nothing_more_than_without_the_attribute() {
-    let repo = Repo { db: Db };
-    let (plain, annotated) = compare(repo.rename_plain(7), repo.rename(7));
-    assert!(
-        annotated <= plain,
-        "#[d1_retry] write: {annotated} allocations, plain: {plain}"
+    let repo = repo();
+    assert_no_extra_allocation(
+        "#[d1_retry] write",
+        compare(repo.rename_plain(7), repo.rename(7)),
     );
 }
 
 #[test]
 fn dynamic_sql_allocates_nothing_more_than_without_the_attribute() {
     // The expansion scans dynamic SQL in every attempt: the scanner must not allocate.
-    let repo = Repo { db: Db };
-    let (plain, annotated) = compare(repo.query_plain(DYNAMIC_SQL, 7), repo.query(DYNAMIC_SQL, 7));
-    assert!(
-        annotated <= plain,
-        "#[d1_retry(read_only)] dynamic SQL: {annotated} allocations, plain: {plain}"
+    let repo = repo();
+    assert_no_extra_allocation(
+        "#[d1_retry] dynamic read",
+        compare(repo.query_plain(DYNAMIC_SQL, 7), repo.query(DYNAMIC_SQL, 7)),
+    );
+    assert_no_extra_allocation(
+        "#[d1_retry(read_only)] dynamic read",
+        compare(
+            repo.query_plain(DYNAMIC_SQL, 7),
+            repo.query_read_only(DYNAMIC_SQL, 7),
+        ),
     );
 }
 
 #[test]
+fn the_retry_builder_allocates_nothing_more_than_the_plain_call() {
+    // `Retry`'s documentation: "a call whose first attempt succeeds allocates nothing".
+    let repo = repo();
+    assert_no_extra_allocation(
+        "Retry builder read",
+        compare(repo.find_plain(7), repo.find_with_builder(7)),
+    );
+}
+
+#[test]
+fn time_limits_allocate_nothing_more_than_without_them() {
+    // The timer is tokio's: its runtime (built and entered before counting) must be there.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a current-thread runtime builds");
+    let _entered = runtime.enter();
+    let repo = repo();
+    assert_no_extra_allocation(
+        "#[d1_retry(attempt_timeout_ms, deadline_ms)] read",
+        compare(repo.find_plain(7), repo.find_timed(7)),
+    );
+}
+
+#[test]
+fn the_peers_allocations_are_reported() {
+    // Reported, not asserted: the peers promise nothing about it.
+    let repo = repo();
+    let (_, backon) = compare(repo.find_plain(7), repo.find_backon(7));
+    let (_, tokio_retry2) = compare(repo.find_plain(7), repo.find_tokio_retry2(7));
+    println!("happy-path allocations: backon {backon}, tokio-retry2 {tokio_retry2}");
+}
+
+#[test]
 fn future_sizes_are_reported() {
-    let repo = Repo { db: Db };
-    let sizes = [
-        ("plain read", size_of_val(&repo.find_plain(7))),
-        ("#[d1_retry] read", size_of_val(&repo.find(7))),
+    let repo = repo();
+    println!("{}", future_size_report(&repo, "test, dev profile"));
+    let sizes = future_sizes(&repo);
+    let size_of = |what: &str| {
+        sizes
+            .iter()
+            .find(|size| size.what == what)
+            .unwrap_or_else(|| panic!("no future size for {what}"))
+            .bytes
+    };
+    // Not a size goal: a guard that the annotated methods are the retrying ones. A method
+    // whose attribute expanded to nothing (or whose receiver took the plain path) would
+    // have the plain future's size, and the allocation tests above would pass vacuously.
+    for (plain, retrying) in [
+        ("plain read", "#[d1_retry] read"),
+        ("plain read", "#[d1_retry(name)] read"),
         (
+            "plain read",
             "#[d1_retry(attempt_timeout_ms, deadline_ms)] read",
-            size_of_val(&repo.find_timed(7)),
         ),
-        ("plain write", size_of_val(&repo.rename_plain(7))),
-        ("#[d1_retry] write", size_of_val(&repo.rename(7))),
+        ("plain read", "Retry builder read"),
+        ("plain write", "#[d1_retry] write"),
+        ("plain dynamic read", "#[d1_retry] dynamic read"),
+        ("plain dynamic read", "#[d1_retry(read_only)] dynamic read"),
+    ] {
+        assert!(
+            size_of(retrying) > size_of(plain),
+            "{retrying} ({} B) is no larger than {plain} ({} B): not the retrying path?",
+            size_of(retrying),
+            size_of(plain),
+        );
+    }
+}
+
+#[test]
+fn the_marked_read_takes_the_retrying_path() {
+    // Guards the allocation tests too: without the mark on the stand-in statement, the
+    // annotated methods would make their calls once, as written (the plain site), and
+    // allocate nothing for want of retrying. The retrying site holds more than the plain one.
+    let marked = repo();
+    let unmarked = UserRepo { db: Unmarked };
+    assert_eq!(
+        block_on(marked.find(7)).ok(),
+        block_on(unmarked.find(7)).ok()
+    );
+    let (retrying, plain) = (size_of_val(&marked.find(7)), size_of_val(&unmarked.find(7)));
+    println!("#[d1_retry] read: {retrying} B marked, {plain} B unmarked (made once, as written)");
+    assert!(
+        retrying > plain,
+        "the marked read ({retrying} B) is no larger than the unmarked one ({plain} B): \
+         not the retrying path?"
+    );
+}
+
+#[test]
+fn the_peers_retry_what_d1_retry_retries_after_a_read() {
+    // Their condition is d1-retry's verdict on a read: transient failures, whether or not
+    // D1 ran the statement, and nothing else.
+    for (message, class) in [
         (
-            "plain dynamic",
-            size_of_val(&repo.query_plain(DYNAMIC_SQL, 7)),
+            "D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.",
+            FailureClass::NotExecuted,
         ),
         (
-            "#[d1_retry(read_only)] dynamic",
-            size_of_val(&repo.query(DYNAMIC_SQL, 7)),
+            "D1_ERROR: Network connection lost.",
+            FailureClass::MaybeExecuted,
         ),
-    ];
-    for (name, size) in sizes {
-        println!("future size: {name}: {size} bytes");
-        assert!(size > 0, "{name}: a future holding `&self` has a size");
+        (
+            "D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT",
+            FailureClass::Permanent,
+        ),
+    ] {
+        let error = DbError(message.to_owned());
+        assert_eq!(classify(&error), class, "{message}");
+        assert_eq!(
+            retried_like_d1_retry_read(&error),
+            class != FailureClass::Permanent,
+            "{message}"
+        );
+    }
+}
+
+#[test]
+fn the_peers_schedules_are_d1_retrys_default_as_far_as_they_allow() {
+    use backon::BackoffBuilder;
+
+    let policy = RetryPolicy::DEFAULT;
+    let retries = (policy.max_attempts() - 1) as usize;
+    for _ in 0..50 {
+        // tokio-retry2: the same delays, jitter included.
+        let delays: Vec<_> = tokio_retry2_schedule().collect();
+        assert_eq!(delays.len(), retries, "tokio-retry2 retries");
+        // backon: the same count and capped doubling; its jitter adds 0-100 % of the delay.
+        let backon: Vec<_> = BACKON_SCHEDULE.build().collect();
+        assert_eq!(backon.len(), retries, "backon retries");
+        for (retry, (tokio_retry2, backon)) in (1..).zip(delays.into_iter().zip(backon)) {
+            let (min, max) = policy.delay_bounds(retry);
+            assert!(
+                (min..=max).contains(&tokio_retry2),
+                "tokio-retry2, retry {retry}: {tokio_retry2:?} outside {min:?}..={max:?}"
+            );
+            let unjittered = min * 100 / policy.jitter_percent().0;
+            assert!(
+                (unjittered..=unjittered * 2).contains(&backon),
+                "backon, retry {retry}: {backon:?} outside {unjittered:?}..={:?}",
+                unjittered * 2
+            );
+        }
     }
 }
 

@@ -2,6 +2,11 @@
 //! message, on a 1 KiB message carrying a JS stack trace, and on a three-deep cause chain,
 //! each beside a naive classifier that tests every phrase with `contains`.
 //!
+//! Strict: before anything is measured, d1-retry's verdict on every input (through
+//! `classify_message` and through `classify`, the chain through `classify`) is checked
+//! against its documented class, and the run panics, listing every wrong verdict, if one is
+//! wrong; then the naive baseline's, which must be right on these inputs too.
+//!
 //! Run: `cargo bench --bench classify -- --warm-up-time 1 --measurement-time 3`
 
 mod naive;
@@ -130,42 +135,118 @@ fn stack_trace_message(first_line: &str) -> String {
     message
 }
 
-/// The classifier must agree with the documented classes before its speed means anything;
-/// the naive baseline is checked only for the cases it is meant to get right.
+/// The documented class of each message of [`DOCUMENTED`], in the same order.
+const EXPECTED: [FailureClass; 14] = [
+    FailureClass::NotExecuted,
+    FailureClass::NotExecuted,
+    FailureClass::NotExecuted,
+    FailureClass::MaybeExecuted,
+    FailureClass::MaybeExecuted,
+    FailureClass::MaybeExecuted,
+    FailureClass::MaybeExecuted,
+    FailureClass::MaybeExecuted,
+    FailureClass::Permanent,
+    FailureClass::Permanent,
+    FailureClass::Permanent,
+    FailureClass::MaybeExecuted,
+    FailureClass::MaybeExecuted,
+    FailureClass::Permanent,
+];
+
+/// The 1 KiB stack-trace inputs: the first line, and the class of the message it carries.
+const STACK_TRACES: [(&str, &str, FailureClass); 2] = [
+    (
+        "network_lost",
+        "D1_ERROR: Network connection lost.",
+        FailureClass::MaybeExecuted,
+    ),
+    (
+        "unique_constraint",
+        "D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT",
+        FailureClass::Permanent,
+    ),
+];
+
+/// An application error wrapping a driver error wrapping D1's: the transient message is
+/// the innermost link, so every link is read before the verdict.
+fn three_deep_chain() -> Link {
+    Link::caused_by(
+        "failed to load the user's orders",
+        Link::caused_by(
+            "D1 query `SELECT * FROM orders WHERE user_id = ?1` failed",
+            Link::new("D1_ERROR: Network connection lost."),
+        ),
+    )
+}
+
+/// d1-retry's verdict on every input the bench measures, through both entry points
+/// (`classify_message` on the text, `classify` on an error whose `Display` is that text, and
+/// on the cause chain), must be the documented class before its speed means anything: any
+/// wrong verdict panics here, before a single measurement, with every wrong one listed. The
+/// naive baseline is checked for the cases it is meant to get right.
 fn check_verdicts() {
-    let expected = [
-        FailureClass::NotExecuted,
-        FailureClass::NotExecuted,
-        FailureClass::NotExecuted,
-        FailureClass::MaybeExecuted,
-        FailureClass::MaybeExecuted,
-        FailureClass::MaybeExecuted,
-        FailureClass::MaybeExecuted,
-        FailureClass::MaybeExecuted,
-        FailureClass::Permanent,
-        FailureClass::Permanent,
-        FailureClass::Permanent,
-        FailureClass::MaybeExecuted,
-        FailureClass::MaybeExecuted,
-        FailureClass::Permanent,
-    ];
-    let mut wrong = 0;
-    for ((name, message), class) in DOCUMENTED.iter().zip(expected) {
-        let got = classify_message(message);
-        let naive = naive::classify_message(message);
-        if got != class {
-            wrong += 1;
-            eprintln!("classify_message({name}) = {got}, documented {class}");
+    let mut inputs: Vec<(String, String, FailureClass)> = DOCUMENTED
+        .iter()
+        .zip(EXPECTED)
+        .map(|((name, message), class)| (name.to_string(), message.to_string(), class))
+        .collect();
+    for (name, first_line, class) in STACK_TRACES {
+        let message = stack_trace_message(first_line);
+        assert_eq!(message.len(), 1024);
+        inputs.push((format!("stack_trace_1k/{name}"), message, class));
+    }
+    let mut wrong = Vec::new();
+    for (name, message, class) in &inputs {
+        let by_message = classify_message(message);
+        if by_message != *class {
+            wrong.push(format!(
+                "classify_message({name}) = {by_message}, documented {class}"
+            ));
         }
-        assert_eq!(naive, class, "naive baseline on {name}");
+        let by_error = classify(&Link::new(message.as_str()));
+        if by_error != *class {
+            wrong.push(format!("classify({name}) = {by_error}, documented {class}"));
+        }
     }
-    if wrong > 0 {
-        eprintln!("WARNING: {wrong} documented messages misclassified: the classifier is a stub?");
+    let chain = classify(&three_deep_chain());
+    if chain != FailureClass::MaybeExecuted {
+        wrong.push(format!(
+            "classify(three-deep chain) = {chain}, documented {}",
+            FailureClass::MaybeExecuted
+        ));
     }
+    assert!(
+        wrong.is_empty(),
+        "d1-retry misclassifies {} of {} verdicts; nothing measured:\n{}",
+        wrong.len(),
+        2 * inputs.len() + 1,
+        wrong.join("\n")
+    );
+    for (name, message, class) in &inputs {
+        assert_eq!(
+            naive::classify_message(message),
+            *class,
+            "naive baseline on {name}"
+        );
+    }
+    assert_eq!(
+        naive::classify(&three_deep_chain()),
+        FailureClass::MaybeExecuted,
+        "naive baseline on the three-deep chain"
+    );
+    eprintln!(
+        "verdicts: all {} right (classify_message and classify on every input, classify on the chain)",
+        2 * inputs.len() + 1
+    );
+}
+
+/// The first target of the group, so that a wrong verdict panics before anything is
+/// measured, whatever filter the run is given.
+fn verdicts(_: &mut Criterion) {
+    check_verdicts();
 }
 
 fn documented(c: &mut Criterion) {
-    check_verdicts();
     let mut group = c.benchmark_group("classify_documented");
     for (name, message) in DOCUMENTED {
         let error = Link::new(message);
@@ -188,15 +269,8 @@ fn documented(c: &mut Criterion) {
 
 fn stack_trace(c: &mut Criterion) {
     let mut group = c.benchmark_group("classify_stack_trace_1k");
-    for (name, first_line) in [
-        ("network_lost", "D1_ERROR: Network connection lost."),
-        (
-            "unique_constraint",
-            "D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT",
-        ),
-    ] {
+    for (name, first_line, _) in STACK_TRACES {
         let message = stack_trace_message(first_line);
-        assert_eq!(message.len(), 1024);
         let error = Link::new(message.as_str());
         group.bench_with_input(
             BenchmarkId::new("classify_message", name),
@@ -221,20 +295,7 @@ fn stack_trace(c: &mut Criterion) {
 }
 
 fn cause_chain(c: &mut Criterion) {
-    // An application error wrapping a driver error wrapping D1's: the transient message is
-    // the innermost link, so every link is read before the verdict.
-    let chain = Link::caused_by(
-        "failed to load the user's orders",
-        Link::caused_by(
-            "D1 query `SELECT * FROM orders WHERE user_id = ?1` failed",
-            Link::new("D1_ERROR: Network connection lost."),
-        ),
-    );
-    let verdict = classify(&chain);
-    if verdict != FailureClass::MaybeExecuted {
-        eprintln!("WARNING: classify(three-deep chain) = {verdict}: the classifier is a stub?");
-    }
-    assert_eq!(naive::classify(&chain), FailureClass::MaybeExecuted);
+    let chain = three_deep_chain();
 
     let mut group = c.benchmark_group("classify_cause_chain_3");
     group.bench_function("classify", |b| b.iter(|| classify(black_box(&chain))));
@@ -244,5 +305,5 @@ fn cause_chain(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, documented, stack_trace, cause_chain);
+criterion_group!(benches, verdicts, documented, stack_trace, cause_chain);
 criterion_main!(benches);

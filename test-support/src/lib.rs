@@ -7,6 +7,10 @@
 //! - [`Logs`]: captures the log lines of one test thread.
 //! - [`fake_db`]: a stand-in D1 whose statements fail from a script, for the attribute's
 //!   tests.
+//! - `shared/happy_path.rs`, beside `src/` and not a module of this crate: the repository
+//!   methods that `benches/happy_path.rs` times and `tests/happy_path_alloc.rs` checks, with
+//!   the sizes of their futures. Both include it with `#[path]`, so that `#[d1_retry]`
+//!   expands in their own crate, which depends on the `d1_retry` facade.
 
 mod counting_alloc;
 pub mod fake_db;
