@@ -10,6 +10,8 @@
 #
 # Usage: scripts/bench-compile-time.sh            (200 methods, 3 runs each, dev profile)
 #        FNS=50 RUNS=5 PROFILE=release scripts/bench-compile-time.sh   (KEEP=1 keeps the crates)
+#        SHAPE=read scripts/bench-compile-time.sh   (every method one shape: read, write,
+#        idempotent, dynamic or batch; by default they take turns)
 # Prints each run, the medians, and the added milliseconds per annotated method, in wall
 # time (what the issue asks) and in CPU time (user + system), which a busy machine blurs less.
 set -euo pipefail
@@ -18,6 +20,20 @@ repo="$(cd "$(dirname "$0")/.." && pwd)"
 fns="${FNS:-200}"
 runs="${RUNS:-3}"
 profile="${PROFILE:-dev}"
+case "${SHAPE:-mix}" in
+mix) shape="" ;;
+read) shape=0 ;;
+write) shape=1 ;;
+idempotent) shape=2 ;;
+dynamic) shape=3 ;;
+batch) shape=4 ;;
+*)
+    echo "SHAPE must be mix, read, write, idempotent, dynamic or batch" >&2
+    exit 2
+    ;;
+esac
+# The shape of method i.
+shape_of() { if [ -n "$shape" ]; then echo "$shape"; else echo $(($1 % 5)); fi; }
 work="$(mktemp -d "${TMPDIR:-/tmp}/d1-retry-compile-time.XXXXXX")"
 if [ "${KEEP:-0}" = 1 ]; then
     echo "keeping $work"
@@ -92,7 +108,7 @@ pub struct Repo { pub db: Db }
 impl Repo {
 EOF
         for ((i = 0; i < fns; i++)); do
-            case $((i % 5)) in
+            case $(shape_of "$i") in
             0)
                 attr="$(attribute '#[d1_retry::d1_retry]')"
                 cat <<EOF
@@ -158,7 +174,7 @@ fn block_on<F: Future>(future: F) -> F::Output {
 // to machine code the way an application compiles it.
 EOF
         for ((i = 0; i < fns; i++)); do
-            case $((i % 5)) in
+            case $(shape_of "$i") in
             0) call="find_$i($i)" ;;
             1) call="rename_$i($i)" ;;
             2) call="upsert_$i($i)" ;;
@@ -188,7 +204,7 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 
 generate annotated yes
 generate plain no
-echo "generated $fns methods in $work (profile: $profile)"
+echo "generated $fns methods in $work (profile: $profile, shape: ${SHAPE:-mix})"
 
 # Dependencies (syn, the macro, the runtime) once, so the timed builds compile one crate.
 echo "warming the dependencies..."
