@@ -372,34 +372,11 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::cell::{Cell, RefCell};
+    use crate::fake::{DbError, LOST, Waits};
+    use core::cell::Cell;
 
-    #[derive(Debug)]
-    struct DbError(&'static str);
-
-    impl core::fmt::Display for DbError {
-        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl std::error::Error for DbError {}
-
-    const LOST: &str = "D1_ERROR: Network connection lost.";
     const NOT_REACHED: &str =
         "D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.";
-
-    /// A sleeper that records the waits instead of waiting.
-    #[derive(Default)]
-    struct Waits(RefCell<Vec<Duration>>);
-
-    impl Sleeper for &Waits {
-        type Sleep = core::future::Ready<()>;
-        fn sleep(&self, duration: Duration) -> Self::Sleep {
-            self.0.borrow_mut().push(duration);
-            core::future::ready(())
-        }
-    }
 
     fn call(waits: &Waits) -> Call<'static, &Waits> {
         Call::with_sleeper(

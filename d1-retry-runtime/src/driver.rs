@@ -140,33 +140,8 @@ impl<S: Sleeper, F: Future> Future for Turn<'_, S, F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::cell::{Cell, RefCell};
-
-    /// Records each wait; every wait stays pending for one poll.
-    #[derive(Default)]
-    struct Waits(RefCell<Vec<Duration>>);
-
-    impl Sleeper for &Waits {
-        type Sleep = OncePending;
-        fn sleep(&self, duration: Duration) -> OncePending {
-            self.0.borrow_mut().push(duration);
-            OncePending(false)
-        }
-    }
-
-    struct OncePending(bool);
-
-    impl Future for OncePending {
-        type Output = ();
-        fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-            if self.0 {
-                Poll::Ready(())
-            } else {
-                self.0 = true;
-                Poll::Pending
-            }
-        }
-    }
+    use crate::fake::Waits;
+    use core::cell::Cell;
 
     #[test]
     fn a_turn_makes_the_scheduled_wait_then_polls_the_attempt_inside_the_scope() {

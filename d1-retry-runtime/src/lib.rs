@@ -42,6 +42,8 @@ mod classify;
 mod decide;
 mod driver;
 mod failure;
+#[cfg(test)]
+mod fake;
 mod jitter;
 mod log;
 mod operation;

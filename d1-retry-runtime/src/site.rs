@@ -184,49 +184,9 @@ where
 mod tests {
     use super::*;
     use crate::RetryPolicy;
+    use crate::fake::{DbError, LOST, Waits};
     use crate::operation::OperationName;
     use core::cell::{Cell, RefCell};
-    use core::time::Duration;
-
-    #[derive(Debug)]
-    struct DbError(&'static str);
-
-    impl core::fmt::Display for DbError {
-        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-            f.write_str(self.0)
-        }
-    }
-
-    impl std::error::Error for DbError {}
-
-    const LOST: &str = "D1_ERROR: Network connection lost.";
-
-    /// Records each wait, and keeps every wait pending for one poll so the test sees the
-    /// execution stop there.
-    #[derive(Default)]
-    struct Waits(RefCell<Vec<Duration>>);
-
-    impl Sleeper for &Waits {
-        type Sleep = OncePending;
-        fn sleep(&self, duration: Duration) -> OncePending {
-            self.0.borrow_mut().push(duration);
-            OncePending(false)
-        }
-    }
-
-    struct OncePending(bool);
-
-    impl Future for OncePending {
-        type Output = ();
-        fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
-            if self.0 {
-                Poll::Ready(())
-            } else {
-                self.0 = true;
-                Poll::Pending
-            }
-        }
-    }
 
     fn poll<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
         Pin::new(future).poll(&mut Context::from_waker(core::task::Waker::noop()))
