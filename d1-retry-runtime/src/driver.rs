@@ -178,4 +178,33 @@ mod tests {
         drop(turn);
         assert!(driver.waiting.is_none(), "a wait is made once");
     }
+
+    #[test]
+    fn the_driver_counts_attempts_waits_on_the_schedule_and_gives_the_budget_back() {
+        use crate::fake::{DbError, LOST};
+        static TOKENS: crate::RetryTokens = crate::RetryTokens::new();
+        let budget = crate::RetryBudget::new(&TOKENS).with_max_tokens(10);
+        let policy = RetryPolicy::DEFAULT.with_budget(budget);
+        let waits = Waits::default();
+        let mut driver = Driver::new(&policy, OperationName::Named("test"), &waits);
+        let error = DbError(LOST);
+        let failure = Failure::from_error(&error);
+        let first = driver.next_delay(&failure, Access::ReadOnly).unwrap();
+        assert!(
+            (Duration::from_millis(160)..=Duration::from_millis(240)).contains(&first),
+            "{first:?}"
+        );
+        assert_eq!(driver.attempt, 2);
+        let second = driver.next_delay(&failure, Access::ReadOnly).unwrap();
+        assert!(second >= Duration::from_millis(320), "{second:?}");
+        assert_eq!(driver.attempt, 3);
+        assert_eq!(driver.next_delay(&failure, Access::Write), None);
+        assert_eq!(
+            driver.attempt, 3,
+            "a failure handed back is not an attempt more"
+        );
+        let spent = budget.tokens();
+        driver.succeeded();
+        assert!(budget.tokens() > spent, "a success gives a share back");
+    }
 }

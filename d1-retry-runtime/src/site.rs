@@ -229,6 +229,11 @@ mod tests {
             waits.0.borrow().len() + 1,
             "each wait is one pending poll"
         );
+        assert_eq!(
+            execute.state.attempts as usize,
+            seen.borrow().len(),
+            "the attempt count the log reports"
+        );
         (result, seen.into_inner(), waits.0.borrow().len())
     }
 
