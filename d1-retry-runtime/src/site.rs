@@ -27,7 +27,8 @@ use crate::call::Call;
 use crate::decide::Access;
 use crate::receiver::ExecutionError;
 
-/// The attempts of one execution, as [`drive`] sees them.
+/// The attempts of one execution, as the retry loop sees them: behind a trait object in a
+/// debug build, so the loop is compiled once per result type.
 pub trait Attempts<T, E> {
     /// Starts a new attempt, dropping the previous one.
     fn start(&mut self);
@@ -75,7 +76,8 @@ struct State<S: Sleeper> {
     waiting: Option<Pin<Box<S::Sleep>>>,
 }
 
-/// The future of an awaited execution: see the [module docs](self).
+/// The future of an execution awaited where it is made: the attempt's future lives in the
+/// caller's slot, and this struct holds what carries over between attempts.
 #[must_use = "futures do nothing unless polled"]
 pub struct Execute<'c, 's, S: Sleeper, A, F, Fut> {
     call: &'c Call<'c, S>,
