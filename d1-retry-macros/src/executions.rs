@@ -578,7 +578,7 @@ impl Finder<'_> {
 
     /// `.classify_timed(..)`, for a function whose policy may have time limits: how the
     /// execution reads its error, and how it turns a `TimedOut` into that error. (Untimed
-    /// sites go through `Retrying::run`, which classifies on its own.)
+    /// sites go through `Retrying::run_in` or `Retrying::run`, which classify on their own.)
     fn classify_timed(&self, span: Span) -> TokenStream {
         let private = &self.names.private;
         let error = Ident::new("__d1_retry_error", Span::mixed_site());
