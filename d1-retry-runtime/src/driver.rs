@@ -11,7 +11,7 @@ use crate::call::{Call, race};
 use crate::decide::Access;
 use crate::failure::Failure;
 use crate::operation::OperationName;
-use crate::scope::Scoped;
+use crate::scope::Inside;
 use crate::timeout::{TimeLimit, TimedOut};
 use crate::{RetryPolicy, Sleeper, Stopwatch};
 
@@ -104,7 +104,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     pub fn turn<'t, F: Future>(&'t mut self, attempt: Pin<&'t mut F>) -> Turn<'t, S, F> {
         Turn {
             waiting: &mut self.waiting,
-            attempt: Scoped::new(attempt),
+            attempt,
         }
     }
 
@@ -119,7 +119,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
 #[must_use = "futures do nothing unless polled"]
 pub struct Turn<'t, S: Sleeper, F> {
     waiting: &'t mut Option<Pin<Box<S::Sleep>>>,
-    attempt: Scoped<'t, F>,
+    attempt: Pin<&'t mut F>,
 }
 
 impl<S: Sleeper, F: Future> Future for Turn<'_, S, F> {
@@ -127,14 +127,29 @@ impl<S: Sleeper, F: Future> Future for Turn<'_, S, F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
-        if let Some(wait) = this.waiting {
-            if wait.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            *this.waiting = None;
+        if wait_is_pending::<S>(this.waiting, cx) {
+            return Poll::Pending;
         }
-        Pin::new(&mut this.attempt).poll(cx)
+        // Polled here rather than through `Scoped`, so that a function adds one `poll`
+        // for its attempt, not two.
+        let _inside = Inside::enter();
+        this.attempt.as_mut().poll(cx)
     }
+}
+
+/// Polls the wait scheduled before an attempt, if any, and clears it once it is over.
+/// Apart from [`Turn::poll`] so that it is compiled once per sleeper, not per function.
+fn wait_is_pending<S: Sleeper>(
+    waiting: &mut Option<Pin<Box<S::Sleep>>>,
+    cx: &mut Context<'_>,
+) -> bool {
+    if let Some(wait) = waiting {
+        if wait.as_mut().poll(cx).is_pending() {
+            return true;
+        }
+        *waiting = None;
+    }
+    false
 }
 
 #[cfg(test)]

@@ -29,7 +29,11 @@ pub fn nested() -> bool {
 /// retry on their own.
 pub async fn scoped<F: Future>(attempt: F) -> F::Output {
     let mut attempt = core::pin::pin!(attempt);
-    core::future::poll_fn(|cx| enter(|| attempt.as_mut().poll(cx))).await
+    core::future::poll_fn(|cx| {
+        let _inside = Inside::enter();
+        attempt.as_mut().poll(cx)
+    })
+    .await
 }
 
 /// A pinned attempt polled inside the scope: what the whole-body expansion awaits. A plain
@@ -55,22 +59,28 @@ impl<F: Future> Future for Scoped<'_, F> {
         self: core::pin::Pin<&mut Self>,
         cx: &mut core::task::Context<'_>,
     ) -> core::task::Poll<F::Output> {
-        let this = self.get_mut();
-        enter(|| this.attempt.as_mut().poll(cx))
+        let _inside = Inside::enter();
+        self.get_mut().attempt.as_mut().poll(cx)
     }
 }
 
-/// Runs `poll` with the depth raised, lowering it again even if `poll` panics.
-fn enter<T>(poll: impl FnOnce() -> T) -> T {
-    struct Exit;
-    impl Drop for Exit {
-        fn drop(&mut self) {
-            DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
-        }
+/// The depth raised while it lives, lowered again when it drops (even if the poll
+/// panics). A guard rather than a function taking the poll as a closure, so that the
+/// thread-local access is compiled once, not once per annotated function.
+pub(crate) struct Inside;
+
+impl Inside {
+    /// Raises the depth until the guard drops.
+    pub(crate) fn enter() -> Inside {
+        DEPTH.with(|depth| depth.set(depth.get().saturating_add(1)));
+        Inside
     }
-    DEPTH.with(|depth| depth.set(depth.get().saturating_add(1)));
-    let _exit = Exit;
-    poll()
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
 }
 
 #[cfg(test)]
