@@ -13,8 +13,9 @@
 //! start of the call on the sleeper's clock.
 
 use core::future::Future;
+use core::pin::Pin;
 use core::sync::atomic::{AtomicU32, Ordering};
-use core::task::Poll;
+use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::decide::{Access, Facts, decide};
@@ -289,8 +290,8 @@ pub async fn execute<S, A, F, Fut, T, E, C>(
     call: &Call<'_, S>,
     access: Access,
     args: A,
-    mut attempt: F,
-    mut classify: C,
+    attempt: F,
+    classify: C,
 ) -> Result<T, E>
 where
     S: Sleeper,
@@ -299,23 +300,27 @@ where
     Fut: Future<Output = Result<T, E>>,
     C: for<'e> FnMut(&'e E) -> Failure<'e>,
 {
-    let mut attempts = 1;
-    loop {
-        let delay = match attempt(args.clone()).await {
-            Ok(value) => {
-                call.succeeded();
-                return Ok(value);
-            }
-            Err(error) => match call.after_failure(&classify(&error), access, attempts) {
-                Some(delay) => delay,
-                None => return Err(error),
-            },
+    let slot = core::pin::pin!(None);
+    let mut site = Site {
+        args,
+        attempt,
+        classify,
+        slot,
+    };
+    let mut state = State::new();
+    core::future::poll_fn(|cx| {
+        let mut out = None;
+        let mut attempts = Attempt {
+            site: &mut site,
+            out: &mut out,
         };
-        // The error was dropped at the end of the match, so an error that is not `Send`
-        // never lives across the wait.
-        call.wait(delay).await;
-        attempts += 1;
-    }
+        match drive(call, None, access, &mut state, &mut attempts, cx) {
+            // No time limits: nothing is cut.
+            Poll::Ready(_) => finished(out),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
 }
 
 /// [`execute`] within the policy's time limits: each attempt is raced against the attempt
@@ -325,8 +330,8 @@ pub async fn execute_timed<S, A, F, Fut, T, E, C>(
     timed: &TimedCall<'_, S>,
     access: Access,
     args: A,
-    mut attempt: F,
-    mut classify: C,
+    attempt: F,
+    classify: C,
     timed_out: fn(TimedOut) -> E,
 ) -> Result<T, E>
 where
@@ -336,36 +341,246 @@ where
     Fut: Future<Output = Result<T, E>>,
     C: for<'e> FnMut(&'e E) -> Failure<'e>,
 {
-    let call = &timed.call;
-    let mut attempts = 1;
+    let slot = core::pin::pin!(None);
+    let mut timer = core::pin::pin!(None);
+    let mut site = Site {
+        args,
+        attempt,
+        classify,
+        slot,
+    };
+    let mut state = State::new();
+    core::future::poll_fn(|cx| {
+        let mut out = None;
+        let mut attempts = Attempt {
+            site: &mut site,
+            out: &mut out,
+        };
+        let limits = Some(Limits {
+            started: timed.started,
+            timer: timer.as_mut(),
+        });
+        match drive(&timed.call, limits, access, &mut state, &mut attempts, cx) {
+            Poll::Ready(None) => finished(out),
+            Poll::Ready(Some(cut)) => Poll::Ready(Err(convert(timed_out, cut))),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// `timed_out(cut)`, out of line: compiled once per error type rather than inlined into
+/// every call site.
+#[inline(never)]
+fn convert<E>(timed_out: fn(TimedOut) -> E, cut: TimedOut) -> E {
+    timed_out(cut)
+}
+
+/// The result [`drive`] left behind when it finished. It always leaves one; were it not to,
+/// the execution would wait forever rather than panic (no panic path in every Worker).
+fn finished<T, E>(out: Option<Result<T, E>>) -> Poll<Result<T, E>> {
+    match out {
+        Some(result) => Poll::Ready(result),
+        None => Poll::Pending,
+    }
+}
+
+/// The attempts of one execution, their types erased so that the retry loop ([`drive`]) is
+/// compiled once per sleeper instead of once per call site (each instance was a few
+/// kilobytes of wasm). The object lives for one poll only, so it never decides whether the
+/// caller's future is `Send`.
+trait Attempts {
+    /// Makes the next attempt's future, dropping the previous one.
+    fn start(&mut self);
+    /// Polls the attempt: `Ready(true)` when it succeeded, `Ready(false)` when it failed;
+    /// either way its result is kept, and its future dropped.
+    fn poll_attempt(&mut self, cx: &mut Context<'_>) -> Poll<bool>;
+    /// Drops the attempt's future: a time limit cut it.
+    fn stop(&mut self);
+    /// The failure of the attempt that failed last.
+    fn failure(&mut self) -> Failure<'_>;
+    /// Drops the kept error, before the wait for a retry.
+    fn discard(&mut self);
+}
+
+/// What carries over between polls of one execution: how to make its attempts.
+struct Site<'s, A, F, Fut, C> {
+    args: A,
+    attempt: F,
+    classify: C,
+    /// The attempt's future, pinned in the caller's frame.
+    slot: Pin<&'s mut Option<Fut>>,
+}
+
+/// A [`Site`] and the result of the current poll: the result never outlives the poll, so an
+/// error that is not `Send` never lives across a wait.
+struct Attempt<'a, 's, A, F, Fut, C, T, E> {
+    site: &'a mut Site<'s, A, F, Fut, C>,
+    out: &'a mut Option<Result<T, E>>,
+}
+
+impl<A, F, Fut, C, T, E> Attempts for Attempt<'_, '_, A, F, Fut, C, T, E>
+where
+    A: Clone,
+    F: FnMut(A) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    C: for<'e> FnMut(&'e E) -> Failure<'e>,
+{
+    fn start(&mut self) {
+        // Each attempt gets its own clone of the arguments.
+        let attempt = (self.site.attempt)(self.site.args.clone());
+        self.site.slot.set(Some(attempt));
+    }
+
+    fn poll_attempt(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        let Some(attempt) = self.site.slot.as_mut().as_pin_mut() else {
+            // `drive` starts an attempt before polling it: unreachable, and waits forever
+            // rather than panics.
+            return Poll::Pending;
+        };
+        let Poll::Ready(result) = attempt.poll(cx) else {
+            return Poll::Pending;
+        };
+        self.site.slot.set(None);
+        let succeeded = result.is_ok();
+        *self.out = Some(result);
+        Poll::Ready(succeeded)
+    }
+
+    fn stop(&mut self) {
+        self.site.slot.set(None);
+    }
+
+    fn failure(&mut self) -> Failure<'_> {
+        match &*self.out {
+            Some(Err(error)) => (self.site.classify)(error),
+            // `drive` asks only after a failure.
+            _ => Failure::with_class(FailureClass::Permanent, &""),
+        }
+    }
+
+    fn discard(&mut self) {
+        *self.out = None;
+    }
+}
+
+/// The time limits of an execution: the deadline's stopwatch and the attempt's timer,
+/// pinned in the caller's frame.
+struct Limits<'t, T> {
+    started: Option<Stopwatch>,
+    timer: Pin<&'t mut Option<T>>,
+}
+
+/// The retry loop's state between polls.
+struct State<S: Sleeper> {
+    /// Attempts started so far.
+    attempts: u32,
+    /// The current attempt's time limit, if it has one.
+    limit: Option<Limit>,
+    /// An attempt is in flight.
+    running: bool,
+    /// The wait before the next attempt (on the heap: see [`Call::wait`]).
+    waiting: Option<Pin<Box<S::Sleep>>>,
+}
+
+impl<S: Sleeper> State<S> {
+    fn new() -> Self {
+        State {
+            attempts: 0,
+            limit: None,
+            running: false,
+            waiting: None,
+        }
+    }
+}
+
+/// The retry loop of one execution, compiled once per sleeper: start an attempt (raced
+/// against its time limit when `limits` is given), poll it, and after a failure ask the
+/// call whether to wait and start another. `Ready` once the attempts' result is final:
+/// `Some` when a time limit cut the last attempt (converted by the caller, so that the
+/// conversion is not compiled into every attempt type), `None` when the site holds it.
+#[inline(never)]
+fn drive<S: Sleeper>(
+    call: &Call<'_, S>,
+    mut limits: Option<Limits<'_, S::Sleep>>,
+    access: Access,
+    state: &mut State<S>,
+    site: &mut dyn Attempts,
+    cx: &mut Context<'_>,
+) -> Poll<Option<TimedOut>> {
+    let started = limits.as_ref().and_then(|limits| limits.started);
     loop {
-        let result = match call.attempt_limit(timed.started) {
-            None => Ok(attempt(args.clone()).await),
-            Some(limit) => race(attempt(args.clone()), &call.sleeper, limit, call.operation).await,
+        if let Some(wait) = &mut state.waiting {
+            if wait.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            state.waiting = None;
+        }
+        if !state.running {
+            state.running = true;
+            state.attempts += 1;
+            state.limit = match &limits {
+                Some(limits) => call.attempt_limit(limits.started),
+                None => None,
+            };
+            site.start();
+            if let (Some(limits), Some(limit)) = (&mut limits, state.limit) {
+                // A zero timer: the deadline has passed before the attempt, which is cut
+                // before it is polled, so D1 is not called at all.
+                let timer = (!limit.timer.is_zero()).then(|| call.sleeper.sleep(limit.timer));
+                limits.timer.set(timer);
+            }
+        }
+        let expired = match (&limits, state.limit) {
+            (Some(_), Some(limit)) if limit.timer.is_zero() => Some(limit),
+            _ => None,
         };
-        let delay = match result {
-            Ok(Ok(value)) => {
+        let cut = match expired.map_or_else(|| site.poll_attempt(cx), |_| Poll::Pending) {
+            Poll::Ready(true) => {
                 call.succeeded();
-                return Ok(value);
+                return Poll::Ready(None);
             }
-            Ok(Err(error)) => {
-                let failure = classify(&error);
-                match call.decide_after(&failure, access, attempts, None, timed.started, None) {
-                    Some(delay) => delay,
-                    None => return Err(error),
+            Poll::Ready(false) => None,
+            Poll::Pending => match (&mut limits, state.limit) {
+                (Some(limits), Some(limit)) => {
+                    let fired = match limits.timer.as_mut().as_pin_mut() {
+                        Some(timer) => timer.poll(cx).is_ready(),
+                        None => true,
+                    };
+                    if !fired {
+                        return Poll::Pending;
+                    }
+                    limits.timer.set(None);
+                    site.stop();
+                    Some(limit)
                 }
+                _ => return Poll::Pending,
+            },
+        };
+        state.running = false;
+        let (delay, cut) = match cut {
+            None => {
+                let failure = site.failure();
+                let delay =
+                    call.decide_after(&failure, access, state.attempts, None, started, None);
+                if delay.is_some() {
+                    site.discard();
+                }
+                (delay, None)
             }
-            Err(cut) => {
+            Some(limit) => {
+                let cut = TimedOut::new(limit.limit, limit.reported, call.operation);
                 let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
-                let limit = Some(cut.limit());
-                match call.decide_after(&failure, access, attempts, limit, timed.started, None) {
-                    Some(delay) => delay,
-                    None => return Err(timed_out(cut)),
-                }
+                let limit = Some(limit.limit);
+                let delay =
+                    call.decide_after(&failure, access, state.attempts, limit, started, None);
+                (delay, Some(cut))
             }
         };
-        call.wait(delay).await;
-        attempts += 1;
+        match delay {
+            Some(delay) => state.waiting = Some(call.wait(delay)),
+            None => return Poll::Ready(cut),
+        }
     }
 }
 

@@ -82,8 +82,10 @@ impl Stopwatch {
     #[must_use]
     pub fn elapsed(&self) -> Duration {
         #[cfg(all(feature = "worker", target_arch = "wasm32"))]
-        return Duration::from_secs_f64(
-            (worker::js_sys::Date::now() - self.started).max(0.0) / 1000.0,
+        // Whole nanoseconds through a saturating cast rather than `from_secs_f64`, whose
+        // panicking range check would be linked into every Worker.
+        return Duration::from_nanos(
+            ((worker::js_sys::Date::now() - self.started).max(0.0) * 1_000_000.0) as u64,
         );
         #[cfg(all(
             feature = "tokio",

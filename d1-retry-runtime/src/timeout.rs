@@ -7,7 +7,7 @@
 //! type through `From<TimedOut>`. Dropping the call's future does not cancel the query in D1:
 //! a timeout is a *maybe executed* failure.
 
-use core::fmt;
+use core::fmt::{self, Write as _};
 use core::time::Duration;
 
 use crate::FailureClass;
@@ -102,14 +102,33 @@ impl TimedOut {
 
 impl fmt::Display for TimedOut {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{TIMED_OUT}: {} passed its {} of {} ms",
-            self.operation,
-            self.limit.as_str(),
-            self.after.as_millis()
-        )
+        f.write_str(TIMED_OUT)?;
+        f.write_str(": ")?;
+        f.write_str(&self.operation)?;
+        f.write_str(" passed its ")?;
+        f.write_str(self.limit.as_str())?;
+        f.write_str(" of ")?;
+        write_millis(self.after, f)?;
+        f.write_str(" ms")
     }
+}
+
+/// Writes `duration.as_millis()` without formatting a `u128`, whose `Display` (a 128-bit
+/// division) would otherwise be linked into every Worker: the whole seconds, then the
+/// milliseconds as three digits, which is the same number in decimal.
+fn write_millis(duration: Duration, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let secs = duration.as_secs();
+    let millis = duration.subsec_millis();
+    if secs == 0 {
+        return fmt::Display::fmt(&millis, f);
+    }
+    fmt::Display::fmt(&secs, f)?;
+    let digits = [millis / 100, millis / 10 % 10, millis % 10];
+    for digit in digits {
+        // `digit` < 10, so this is an ASCII digit.
+        f.write_char(char::from(b'0' + digit as u8))?;
+    }
+    Ok(())
 }
 
 impl std::error::Error for TimedOut {}
@@ -214,6 +233,29 @@ mod tests {
             crate::classify_message(&deadline.to_string()),
             FailureClass::MaybeExecuted
         );
+    }
+
+    #[test]
+    fn the_milliseconds_are_written_as_as_millis_writes_them() {
+        for after in [
+            Duration::ZERO,
+            Duration::from_micros(999),
+            Duration::from_millis(7),
+            Duration::from_millis(999),
+            Duration::from_millis(1000),
+            Duration::from_millis(1005),
+            Duration::from_millis(9500),
+            Duration::new(12, 345_678_901),
+            Duration::new(u64::MAX / 1000 + 1, 616_000_000),
+            Duration::MAX,
+        ] {
+            let error = TimedOut::new(TimeLimit::Deadline, after, "x");
+            let expected = format!(
+                "D1 call timed out: x passed its deadline of {} ms",
+                after.as_millis()
+            );
+            assert_eq!(error.to_string(), expected, "{after:?}");
+        }
     }
 
     #[test]

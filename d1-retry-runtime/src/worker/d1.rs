@@ -9,11 +9,16 @@ use worker::wasm_bindgen::JsValue;
 use worker::worker_sys::types::{D1ExecResult, D1PreparedStatement as D1PreparedStatementSys};
 use worker::{
     D1Argument, D1Database, D1DatabaseSession, D1PreparedStatement, D1Result, D1SessionBookmark,
-    D1SessionConstraint, Result,
+    D1SessionConstraint, Error, Result,
 };
 
+use crate::call::{TimedCall, execute_timed};
+use crate::decide::Access;
+use crate::failure::Failure;
+use crate::operation::OperationName;
+use crate::timeout::TimedOut;
 use crate::worker::WorkerSleeper;
-use crate::{Retry, RetryPolicy, is_read_only};
+use crate::{RetryPolicy, is_read_only};
 
 /// A [`worker::D1Database`] whose calls are retried through transient D1 failures.
 ///
@@ -54,11 +59,12 @@ use crate::{Retry, RetryPolicy, is_read_only};
 /// - permanent failures (constraint violations, SQL errors, limits) are never retried;
 /// - with a policy's time limits ([`RetryPolicy::with_attempt_timeout`],
 ///   [`RetryPolicy::with_deadline`]), a call that stalls is cut and fails as maybe executed
-///   with a [`TimedOut`](crate::TimedOut) (as a `worker::Error`): a read is retried, a write
+///   with a [`TimedOut`] (as a `worker::Error`): a read is retried, a write
 ///   is not, since D1 may still run it.
 ///
-/// Retries log the `tracing` lines of [`Retry`], with the statement's SQL (its first
-/// line, at most 80 bytes) as `d1.operation`, or `D1Retry::batch` / `D1Retry::dump`.
+/// Retries log the `tracing` lines of [`Retry`](crate::Retry), with the statement's SQL
+/// (its first line, at most 80 bytes) as `d1.operation`, or `D1Retry::batch` /
+/// `D1Retry::dump`.
 ///
 /// Work that spans several statements, where a later one must not run again after an
 /// earlier one wrote, needs `#[d1_retry]` on the function that holds them, or a
@@ -129,12 +135,11 @@ impl D1Retry {
     ///
     /// The last attempt's error, as `D1Database::exec` returned it.
     pub async fn exec(&self, query: &str) -> Result<D1ExecResult> {
-        Retry::new(operation_name(query))
-            .policy(self.policy)
-            .read_only(is_read_only(query))
-            .sleeper(WorkerSleeper)
-            .run_timed(|| self.db.exec(query))
-            .await
+        let read_only = is_read_only(query);
+        retried(&self.policy, operation_name(query), read_only, |()| {
+            self.db.exec(query)
+        })
+        .await
     }
 
     /// The database's contents, as [`D1Database::dump`]; retried as a read.
@@ -143,12 +148,7 @@ impl D1Retry {
     ///
     /// The last attempt's error, as `D1Database::dump` returned it.
     pub async fn dump(&self) -> Result<Vec<u8>> {
-        Retry::new("D1Retry::dump")
-            .policy(self.policy)
-            .read_only(true)
-            .sleeper(WorkerSleeper)
-            .run_timed(|| self.db.dump())
-            .await
+        retried(&self.policy, "D1Retry::dump", true, |()| self.db.dump()).await
     }
 
     /// Starts a session, as [`D1Database::with_session`]; its calls are retried too.
@@ -337,9 +337,7 @@ impl D1RetryStatement {
     where
         T: for<'a> Deserialize<'a>,
     {
-        self.retry()
-            .run_timed(|| self.statement.first::<T>(col_name))
-            .await
+        self.retried(|()| self.statement.first::<T>(col_name)).await
     }
 
     /// Runs the statement and returns its metadata, as [`D1PreparedStatement::run`].
@@ -348,7 +346,7 @@ impl D1RetryStatement {
     ///
     /// The last attempt's error, as `D1PreparedStatement::run` returned it.
     pub async fn run(&self) -> Result<D1Result> {
-        self.retry().run_timed(|| self.statement.run()).await
+        self.retried(|()| self.statement.run()).await
     }
 
     /// All rows and metadata, as [`D1PreparedStatement::all`].
@@ -357,7 +355,7 @@ impl D1RetryStatement {
     ///
     /// The last attempt's error, as `D1PreparedStatement::all` returned it.
     pub async fn all(&self) -> Result<D1Result> {
-        self.retry().run_timed(|| self.statement.all()).await
+        self.retried(|()| self.statement.all()).await
     }
 
     /// Rows as arrays of values, as [`D1PreparedStatement::raw`].
@@ -369,7 +367,7 @@ impl D1RetryStatement {
     where
         T: for<'a> Deserialize<'a>,
     {
-        self.retry().run_timed(|| self.statement.raw::<T>()).await
+        self.retried(|()| self.statement.raw::<T>()).await
     }
 
     /// Rows as JavaScript values, as [`D1PreparedStatement::raw_js_value`].
@@ -378,9 +376,7 @@ impl D1RetryStatement {
     ///
     /// The last attempt's error, as `D1PreparedStatement::raw_js_value` returned it.
     pub async fn raw_js_value(&self) -> Result<Vec<JsValue>> {
-        self.retry()
-            .run_timed(|| self.statement.raw_js_value())
-            .await
+        self.retried(|()| self.statement.raw_js_value()).await
     }
 
     /// The JavaScript statement object, as [`D1PreparedStatement::inner`].
@@ -394,11 +390,17 @@ impl D1RetryStatement {
         self.statement
     }
 
-    fn retry(&self) -> Retry<'_, WorkerSleeper> {
-        Retry::new(operation_name(&self.sql))
-            .policy(self.policy)
-            .read_only(self.read_only)
-            .sleeper(WorkerSleeper)
+    async fn retried<T, Fut>(&self, attempt: impl FnMut(()) -> Fut) -> Result<T>
+    where
+        Fut: Future<Output = Result<T>>,
+    {
+        retried(
+            &self.policy,
+            operation_name(&self.sql),
+            self.read_only,
+            attempt,
+        )
+        .await
     }
 }
 
@@ -424,12 +426,45 @@ where
     Fut: Future<Output = Result<Vec<D1Result>>>,
 {
     let read_only = statements.iter().all(|statement| statement.read_only);
-    Retry::new("D1Retry::batch")
-        .policy(policy)
-        .read_only(read_only)
-        .sleeper(WorkerSleeper)
-        .run_timed(|| batch(statements.iter().map(|s| s.statement.clone()).collect()))
-        .await
+    retried(&policy, "D1Retry::batch", read_only, |()| {
+        batch(statements.iter().map(|s| s.statement.clone()).collect())
+    })
+    .await
+}
+
+/// Runs `attempt` as [`Retry::run_timed`](crate::Retry::run_timed) would, with the
+/// policy's time limits, through the retry loop `#[d1_retry]` executions share: that loop
+/// is compiled once, not once per method and result type, which keeps the wrapper's wasm
+/// small.
+async fn retried<T, Fut>(
+    policy: &RetryPolicy,
+    operation: &str,
+    read_only: bool,
+    attempt: impl FnMut(()) -> Fut,
+) -> Result<T>
+where
+    Fut: Future<Output = Result<T>>,
+{
+    let timed = TimedCall::with_sleeper(policy, OperationName::Named(operation), WorkerSleeper);
+    let access = if read_only {
+        Access::ReadOnly
+    } else {
+        Access::Write
+    };
+    execute_timed(
+        &timed,
+        access,
+        (),
+        attempt,
+        failure,
+        <Error as From<TimedOut>>::from,
+    )
+    .await
+}
+
+/// The failure of a `worker::Error`, as `Retry::run_timed` reads it.
+fn failure(error: &Error) -> Failure<'_> {
+    Failure::from_error(error)
 }
 
 /// The longest `d1.operation` taken from SQL; a log field, not the query.
@@ -439,7 +474,12 @@ const OPERATION_NAME_MAX: usize = 80;
 /// character boundary: a borrowed slice, so naming the operation allocates nothing.
 fn operation_name(sql: &str) -> &str {
     let sql = sql.trim_start();
-    let line = sql.split('\n').next().unwrap_or(sql).trim_end();
+    // A byte search: `split('\n')` would link a `char` searcher into every Worker.
+    let line = match sql.bytes().position(|byte| byte == b'\n') {
+        Some(end) => sql.get(..end).unwrap_or(sql),
+        None => sql,
+    }
+    .trim_end();
     if line.len() <= OPERATION_NAME_MAX {
         return line;
     }
