@@ -385,21 +385,21 @@ pub(super) struct Stop {
 const fn next_special(sql: &[u8], mut at: usize, table: &[u8; 256]) -> usize {
     loop {
         let (_, rest) = sql.split_at(at);
-        let Some(chunk) = rest.first_chunk::<8>() else {
+        let Some(chunk) = rest.first_chunk::<16>() else {
             break;
         };
-        let classes = (table[chunk[0] as usize] as u64)
-            | (table[chunk[1] as usize] as u64) << 8
-            | (table[chunk[2] as usize] as u64) << 16
-            | (table[chunk[3] as usize] as u64) << 24
-            | (table[chunk[4] as usize] as u64) << 32
-            | (table[chunk[5] as usize] as u64) << 40
-            | (table[chunk[6] as usize] as u64) << 48
-            | (table[chunk[7] as usize] as u64) << 56;
-        if classes != 0 {
-            return at + (classes.trailing_zeros() / 8) as usize;
+        // Sixteen bytes at a time: OR their classes (0 where a byte needs no look); only a
+        // chunk that holds a byte to look at is searched byte by byte.
+        let mut any = 0;
+        let mut i = 0;
+        while i < 16 {
+            any |= table[chunk[i] as usize];
+            i += 1;
         }
-        at += 8;
+        if any != 0 {
+            break;
+        }
+        at += 16;
     }
     while at < sql.len() && table[sql[at] as usize] == PLAIN {
         at += 1;
@@ -794,5 +794,32 @@ mod tests {
             assert_eq!(stops(sql, 0), [(Event::Unjudged, skipped, 0)], "{sql:?}");
         }
         assert_eq!(stops("(\0", 1), [(Event::Unjudged, "(", 2)]);
+    }
+
+    #[test]
+    fn the_first_byte_to_look_at_is_found_wherever_it_is_in_a_chunk() {
+        // Every position across two whole chunks and a tail, for every byte of each table:
+        // the search must neither skip a byte that needs a look nor stop at one that does
+        // not.
+        for (table, name) in [(&BODY, "BODY"), (&NESTED, "NESTED")] {
+            for byte in 0..=255_u8 {
+                for position in 0..40 {
+                    let mut sql = vec![b'a'; 40];
+                    sql[position] = byte;
+                    let expected = if table[byte as usize] == PLAIN {
+                        40
+                    } else {
+                        position
+                    };
+                    assert_eq!(
+                        next_special(&sql, 0, table),
+                        expected,
+                        "{name}: byte {byte:#04x} at {position}"
+                    );
+                    let from = position.min(3);
+                    assert_eq!(next_special(&sql, from, table), expected.max(from));
+                }
+            }
+        }
     }
 }
