@@ -2,8 +2,8 @@ use core::fmt;
 
 /// What a failed D1 call may have done to the database, which decides whether it may be retried.
 ///
-/// See [`classify`](crate::classify) for how a failure is sorted into a class, and
-/// [`decide`](crate::decide) for what each class allows.
+/// See [`classify`](crate::classify()) for how a failure is sorted into a class, and
+/// [`decide`](crate::decide()) for what each class allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FailureClass {
     /// D1 was never reached, so the statement did not run: any statement may be retried.

@@ -29,7 +29,7 @@ enum Text<'e> {
 }
 
 impl<'e> Failure<'e> {
-    /// Classifies an error and its `source()` chain with [`classify`](crate::classify).
+    /// Classifies an error and its `source()` chain with [`classify`](crate::classify()).
     ///
     /// The failure keeps the outermost link and the link that decided the class; its
     /// `Display` (the `d1.failure` log field) is the first line of the outermost message and,

@@ -4,12 +4,12 @@
 //! Most users depend on the `d1-retry` crate and write `#[d1_retry]`; this crate is what
 //! the attribute expands into, and it works on its own through [`Retry`].
 //!
-//! - [`classify`] and [`classify_message`] sort a failure into a [`FailureClass`]: the
+//! - [`classify()`] and [`classify_message`] sort a failure into a [`FailureClass`]: the
 //!   statement was *not executed*, *maybe executed*, or the failure is *permanent*.
 //! - [`is_read_only`] decides, the way SQLite would, whether SQL can write; it is a
 //!   `const fn`, so constant SQL is judged by the compiler.
 //! - [`should_retry`] combines the two: not-executed failures are retried, maybe-executed
-//!   ones only for read-only SQL, permanent ones never; [`decide`] is the whole retry
+//!   ones only for read-only SQL, permanent ones never; [`decide()`] is the whole retry
 //!   table, with the attempt limit, the budget and nesting.
 //! - [`D1Receiver`] marks the types whose calls `#[d1_retry]` retries.
 //! - [`RetryPolicy`] is the jittered exponential schedule, and [`Retry`] the driver that

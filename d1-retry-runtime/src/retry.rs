@@ -13,7 +13,7 @@ use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 /// The retry driver, for code that does not use `#[d1_retry]`.
 ///
 /// It runs an attempt, and when the attempt fails it classifies the error, decides with
-/// [`decide`](crate::decide) whether running the attempt again is safe, waits
+/// [`decide`](crate::decide()) whether running the attempt again is safe, waits
 /// through the [`Sleeper`], logs, and tries again, at most
 /// [`max_attempts`](RetryPolicy::max_attempts) times. When it stops, the caller gets the
 /// last attempt's error value unchanged.
@@ -120,7 +120,7 @@ impl<'a, S> Retry<'a, S> {
 
 impl<'a, S: Sleeper> Retry<'a, S> {
     /// Runs `attempt` until it succeeds or must not be retried; errors are classified with
-    /// [`classify`](crate::classify), their `source()` chain included.
+    /// [`classify`](crate::classify()), their `source()` chain included.
     ///
     /// The policy's time limits ([`RetryPolicy::with_attempt_timeout`],
     /// [`RetryPolicy::with_deadline`]) need a way to hand the caller a [`TimedOut`]:

@@ -11,7 +11,7 @@ use super::{Timing, Value};
 /// `D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT (extended:
 /// SQLITE_CONSTRAINT_UNIQUE)`, `D1_EXEC_ERROR: Error in line 1: ...`), and its
 /// [`source()`](std::error::Error::source) is the detail, as the JS `cause` is. So
-/// [`classify`](crate::classify) reads it exactly as it reads a real one.
+/// [`classify`](crate::classify()) reads it exactly as it reads a real one.
 ///
 /// ```
 /// use std::error::Error as _;

@@ -1,7 +1,7 @@
 //! Cloudflare Workers support (the `worker` feature): `worker::Error` classification, a
 //! sleeper on `worker::Delay`, and [`D1Retry`], a `worker::D1Database` whose calls are retried.
 //!
-//! - [`classify`](crate::classify) reads a `worker::Error` in every shape D1 failures take
+//! - [`classify`](crate::classify()) reads a `worker::Error` in every shape D1 failures take
 //!   (`Error::D1`, `Error::UnknownJsError`, `Error::JsError`, `Error::RustError`), also
 //!   inside the `source()` chain of an error type of your own, and never formats a
 //!   `D1Error`, whose `Display` panics in `worker` 0.8.7. That reading is part of the
