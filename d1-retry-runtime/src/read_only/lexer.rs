@@ -385,21 +385,21 @@ pub(super) struct Stop {
 const fn next_special(sql: &[u8], mut at: usize, table: &[u8; 256]) -> usize {
     loop {
         let (_, rest) = sql.split_at(at);
-        let Some(chunk) = rest.first_chunk::<16>() else {
+        let Some(chunk) = rest.first_chunk::<8>() else {
             break;
         };
-        // Sixteen bytes at a time: OR their classes (0 where a byte needs no look); only a
-        // chunk that holds a byte to look at is searched byte by byte.
-        let mut any = 0;
-        let mut i = 0;
-        while i < 16 {
-            any |= table[chunk[i] as usize];
-            i += 1;
+        let classes = (table[chunk[0] as usize] as u64)
+            | (table[chunk[1] as usize] as u64) << 8
+            | (table[chunk[2] as usize] as u64) << 16
+            | (table[chunk[3] as usize] as u64) << 24
+            | (table[chunk[4] as usize] as u64) << 32
+            | (table[chunk[5] as usize] as u64) << 40
+            | (table[chunk[6] as usize] as u64) << 48
+            | (table[chunk[7] as usize] as u64) << 56;
+        if classes != 0 {
+            return at + (classes.trailing_zeros() / 8) as usize;
         }
-        if any != 0 {
-            break;
-        }
-        at += 16;
+        at += 8;
     }
     while at < sql.len() && table[sql[at] as usize] == PLAIN {
         at += 1;
