@@ -29,6 +29,10 @@
 # Usage: scripts/bench-wasm-size.sh        (KEEP=1 keeps the temporary folder; K=12 sets
 #        the number of generated methods; CARGO_TARGET_DIR, if set, is the target folder
 #        of every build, which then survives the run and makes the next one faster)
+#        SIZE_PROFILE=1 scripts/bench-wasm-size.sh   builds all five with the release
+#        profile a size-minded Worker uses (lto = true, codegen-units = 1, strip = true,
+#        which also drops the function-names section) instead of the example's; the same
+#        profile on every side.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -81,6 +85,11 @@ copy() { # copy NAME -> a copy of the example whose path dependencies still reso
     (cd "$example" && tar cf - --exclude=./target --exclude=./build --exclude=./node_modules \
         --exclude=./.wrangler .) | (cd "$dir" && tar xf -)
     sed -i "s#path = \"\.\./\.\.\"#path = \"$src\"#" "$dir/Cargo.toml"
+    if [ "${SIZE_PROFILE:-0}" = 1 ]; then
+        sed -i -e 's/^codegen-units = .*/codegen-units = 1\nlto = true\nstrip = true/' "$dir/Cargo.toml"
+        grep -q '^lto = true$' "$dir/Cargo.toml" ||
+            fail "no codegen-units line in examples/worker/Cargo.toml: update SIZE_PROFILE"
+    fi
     echo "$dir"
 }
 
@@ -188,6 +197,9 @@ strip_d1_retry "$plain_k"
 methods="$(code_lines "$with" | grep -c '#\[d1_retry\b')"
 
 echo "building five release Workers (a few minutes the first time)..."
+if [ "${SIZE_PROFILE:-0}" = 1 ]; then
+    echo "release profile: the example's, with lto = true, codegen-units = 1, strip = true"
+fi
 read -r with_raw with_gz <<<"$(build "$with")"
 read -r plain_raw plain_gz <<<"$(build "$plain")"
 read -r bare_raw bare_gz <<<"$(build "$bare")"
