@@ -12,6 +12,9 @@
 #        FNS=50 RUNS=5 PROFILE=release scripts/bench-compile-time.sh   (KEEP=1 keeps the crates)
 #        SHAPE=read scripts/bench-compile-time.sh   (every method one shape: read, write,
 #        idempotent, dynamic or batch; by default they take turns)
+#        SPLIT=1 scripts/bench-compile-time.sh   (then also where the added time goes: one
+#        more build of each crate with rustc's -Z time-passes, through RUSTC_BOOTSTRAP, and
+#        the passes that differ, in ms per annotated method)
 # Prints each run, the medians, and the added milliseconds per annotated method, in wall
 # time (what the issue asks) and in CPU time (user + system), which a busy machine blurs less.
 set -euo pipefail
@@ -231,3 +234,20 @@ for measure in wall cpu; do
     awk -v m="$measure" -v p="$plain_median" -v a="$annotated_median" -v added="$added" -v fns="$fns" \
         'BEGIN { printf "median %s time: plain %d ms, #[d1_retry] %d ms, added %d ms: %.2f ms per annotated method\n", m, p, a, added, added / fns }'
 done
+
+# Where the time goes: rustc's own pass timings, one build of each crate (incremental state
+# cleared, as in the timed builds). Passes nest, so the rows do not add up to the total.
+if [ "${SPLIT:-0}" = 1 ]; then
+    passes() { # passes NAME -> "pass seconds" lines
+        (cd "$work/$1" && cargo clean -q -p "$1" --profile "$profile" 2>/dev/null || true)
+        (cd "$work/$1" && RUSTC_BOOTSTRAP=1 cargo rustc -q --profile "$profile" -- -Z time-passes 2>&1) |
+            awk '$1 == "time:" { print $NF, $2 }'
+    }
+    passes plain >"$work/passes.plain"
+    passes annotated >"$work/passes.annotated"
+    echo "where the added time goes (rustc -Z time-passes, one build each; ms per annotated method):"
+    awk -v fns="$fns" 'NR == FNR { plain[$1] += $2; next } { annotated[$1] += $2 }
+        END { for (pass in annotated) if ((annotated[pass] - plain[pass]) * 1000 / fns >= 0.2)
+            printf "  %-40s %8.2f\n", pass, (annotated[pass] - plain[pass]) * 1000 / fns }' \
+        "$work/passes.plain" "$work/passes.annotated" | sort -k2 -rn
+fi
