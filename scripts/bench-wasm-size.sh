@@ -32,7 +32,8 @@
 #        SIZE_PROFILE=1 scripts/bench-wasm-size.sh   builds all five with the release
 #        profile a size-minded Worker uses (lto = true, codegen-units = 1, strip = true,
 #        which also drops the function-names section) instead of the example's; the same
-#        profile on every side.
+#        profile on every side. TOP=20 also lists the 20 items of the wasm that changed
+#        most from plain to with (needs twiggy: cargo install twiggy).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -234,3 +235,13 @@ printf '%-44s %10s %10s\n' "with+$k - with" "$((with_k_raw - with_raw))" "$((wit
 printf '%-44s %10s %10s\n' "plain+$k - plain" "$((plain_k_raw - plain_raw))" "$((plain_k_gz - plain_gz))"
 printf '%-44s %10s %10s\n' "d1-retry per annotated method" "$per_raw" "$per_gz"
 printf '%-44s %10s %10s\n' "d1-retry fixed (with - plain - $methods methods)" "$fixed_raw" "$fixed_gz"
+
+# TOP=N: the N items of the wasm that grew or shrank most from plain to with (twiggy, which
+# `cargo install twiggy` provides): where the added bytes are.
+if [ -n "${TOP:-}" ]; then
+    [[ "$TOP" =~ ^[1-9][0-9]*$ ]] || fail "TOP must be a positive number of items, not '$TOP'"
+    twiggy="$(tool twiggy twiggy)"
+    echo
+    echo "the $TOP items that changed most, plain -> with (twiggy diff):"
+    "$twiggy" diff -n "$TOP" "$plain/build/index_bg.wasm" "$with/build/index_bg.wasm"
+fi
