@@ -784,4 +784,36 @@ mod tests {
         call.succeeded();
         assert!(budget.tokens() > spent);
     }
+
+    #[cfg(feature = "tokio")]
+    #[tokio::test(start_paused = true)]
+    async fn after_the_deadline_an_attempt_is_made_but_never_polled() {
+        // A second execution of a call whose deadline has passed (the first one used it
+        // up): its statement is prepared, but D1 must not be called, not even once.
+        let policy = const {
+            RetryPolicy::DEFAULT
+                .without_budget()
+                .with_deadline(Duration::from_millis(300))
+        };
+        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        tokio::time::advance(Duration::from_millis(400)).await;
+        let (made, polled) = (Cell::new(0), Cell::new(0));
+        let result = execute_timed(
+            &timed,
+            Access::ReadOnly,
+            (),
+            |()| {
+                made.set(made.get() + 1);
+                core::future::poll_fn(|_| {
+                    polled.set(polled.get() + 1);
+                    Poll::Ready(Ok::<u32, DbError>(1))
+                })
+            },
+            |error: &DbError| Failure::from_error(error),
+            |_cut| DbError("timed out"),
+        )
+        .await;
+        assert_eq!(result.unwrap_err().0, "timed out");
+        assert_eq!((made.get(), polled.get()), (1, 0));
+    }
 }
