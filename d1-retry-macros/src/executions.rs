@@ -461,11 +461,11 @@ impl Finder<'_> {
                 }
             } else if awaited {
                 // One runtime call per site: the dispatch, the retry loop and the error's
-                // classification together. Awaited where it is made, the attempt's future
-                // lives in a slot of this frame, which saves the site a state machine.
+                // classification together. Awaited where it is made, the site's future is
+                // a plain struct (`Execute`), inlined into the loop in a release build.
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
-                        .run_in(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*), ::core::pin::pin!(::core::option::Option::None))
+                        .run_in(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                 }
             } else {
                 quote_spanned! {span=>
@@ -568,7 +568,7 @@ impl Finder<'_> {
             quote_spanned! {span=>
                 match #base {
                     #recv => (&&#private::Receiver::of(&#recv)).d1_site()
-                        .run_awaited_in(#call_ident, #access, #recv, ::core::pin::pin!(::core::option::Option::None))
+                        .run_awaited_in(#call_ident, #access, #recv)
                         .await
                 }
             }

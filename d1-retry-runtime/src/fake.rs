@@ -33,12 +33,19 @@ impl Sleeper for &Waits {
     type Sleep = OncePending;
     fn sleep(&self, duration: Duration) -> OncePending {
         self.0.borrow_mut().push(duration);
-        OncePending(false)
+        OncePending::new()
     }
 }
 
 /// Pending on its first poll, ready on the next.
 pub(crate) struct OncePending(bool);
+
+impl OncePending {
+    /// Not polled yet.
+    pub(crate) fn new() -> Self {
+        OncePending(false)
+    }
+}
 
 impl Future for OncePending {
     type Output = ();

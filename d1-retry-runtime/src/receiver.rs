@@ -10,7 +10,6 @@
 
 use core::future::{Future, IntoFuture};
 use core::marker::PhantomData;
-use core::pin::Pin;
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -158,18 +157,16 @@ impl Retrying {
         execute(call, access, args, attempt, E::d1_failure)
     }
 
-    /// [`run`](Self::run) for a call awaited where it is made: each attempt's future lives
-    /// in `slot`, a `pin!(None)` of the caller's, so the site adds no state machine (see
-    /// [`Execute`]).
+    /// [`run`](Self::run) for a call awaited where it is made: the site's future is an
+    /// [`Execute`], a plain struct rather than a state machine.
     #[inline(always)]
-    pub fn run_in<'c, 's, S, A, F, Fut, T, E>(
+    pub fn run_in<'c, S, A, F, Fut, T, E>(
         self,
         call: &'c Call<'c, S>,
         args: A,
         access: Access,
         attempt: F,
-        slot: Pin<&'s mut Option<Fut>>,
-    ) -> Execute<'c, 's, S, A, F, Fut>
+    ) -> Execute<'c, S, A, F, Fut>
     where
         S: Sleeper,
         A: Clone,
@@ -177,26 +174,25 @@ impl Retrying {
         Fut: Future<Output = Result<T, E>>,
         E: ExecutionError,
     {
-        Execute::new(call, access, args, attempt, slot)
+        Execute::new(call, access, args, attempt)
     }
 
-    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone; each
-    /// attempt's future lives in `slot`.
+    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone, as
+    /// an [`Execute`].
     #[inline(always)]
-    pub fn run_awaited_in<'c, 's, S, R, T, E>(
+    pub fn run_awaited_in<'c, S, R, T, E>(
         self,
         call: &'c Call<'c, S>,
         access: Access,
         statement: R,
-        slot: Pin<&'s mut Option<R::IntoFuture>>,
-    ) -> Execute<'c, 's, S, (), impl FnMut(()) -> R::IntoFuture, R::IntoFuture>
+    ) -> Execute<'c, S, (), impl FnMut(()) -> R::IntoFuture, R::IntoFuture>
     where
         S: Sleeper,
         R: IntoFuture<Output = Result<T, E>> + Clone,
         E: ExecutionError,
     {
         let attempt = move |()| statement.clone().into_future();
-        Execute::new(call, access, (), attempt, slot)
+        Execute::new(call, access, (), attempt)
     }
 
     /// Makes `attempt(args)`, retried as `access` allows.
@@ -303,7 +299,7 @@ impl Plain {
         attempt(args)
     }
 
-    /// Makes `attempt(args)` once; the slot stays empty.
+    /// Makes `attempt(args)` once.
     #[inline(always)]
     pub fn run_in<S, A, R>(
         self,
@@ -311,19 +307,17 @@ impl Plain {
         args: A,
         _access: Access,
         attempt: impl FnOnce(A) -> R,
-        _slot: Pin<&mut Option<Never>>,
     ) -> R {
         attempt(args)
     }
 
-    /// Turns `value` into its future, as `.await` does; the slot stays empty.
+    /// Turns `value` into its future, as `.await` does.
     #[inline(always)]
     pub fn run_awaited_in<S, R: IntoFuture>(
         self,
         _call: &Call<'_, S>,
         _access: Access,
         value: R,
-        _slot: Pin<&mut Option<Never>>,
     ) -> R::IntoFuture {
         value.into_future()
     }
