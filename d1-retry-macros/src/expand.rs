@@ -176,102 +176,159 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
         names,
         policy,
         policy_check,
-        timed,
-        error_type,
         operation,
         read_only,
-        attempt_body,
-        output,
-        error_span,
+        ..
     } = parts;
-    let local = |name: &str| Ident::new(name, Span::mixed_site());
     let attempt = &names.attempt;
-    let driver = local("__d1_retry_driver");
     let record = local("__d1_retry_record");
-    let plan = local("__d1_retry_plan");
-    let result = local("__d1_retry_result");
-    let error = local("__d1_retry_error");
-    let delay = local("__d1_retry_delay");
     let name = local("__d1_retry_operation");
-    let value = local("__d1_retry_value");
-    let idempotent = !read_only;
-    let cut = local("__d1_retry_cut");
-    let pinned = local("__d1_retry_pinned");
-    let run_attempt = if *timed {
-        // The check at the option guarantees `From<TimedOut>` for the error type.
-        quote! {
-            match #driver.attempt(#private::Scoped::new(#pinned.as_mut())).await {
-                ::core::result::Result::Ok(#result) => #result,
-                ::core::result::Result::Err(#cut) => {
-                    let #delay = #driver.next_delay(
-                        &#private::Failure::with_class(#private::FailureClass::MaybeExecuted, &#cut),
-                        #plan.access(#attempt),
-                    );
-                    match #delay {
-                        ::core::option::Option::Some(#delay) => {
-                            #driver.wait_before_next(#delay);
-                            continue;
-                        }
-                        ::core::option::Option::None => {
-                            #[allow(unused_imports)]
-                            use #private::{ViaFromTimedOut as _, ViaNoTimedOut as _};
-                            // Found through the probe rather than written `From::from`, so
-                            // that a missing conversion is the one error at the option.
-                            match (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout() {
-                                ::core::option::Option::Some(into) => {
-                                    return ::core::result::Result::Err(into(#cut));
-                                }
-                                ::core::option::Option::None => {
-                                    ::core::unreachable!("the option checks `From<TimedOut>`")
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+    let each_attempt = if parts.timed {
+        timed_attempt(parts)
     } else {
-        // The wait before this attempt, if any, and the attempt: one await point.
-        quote!(#driver.turn(#pinned.as_mut()).await)
+        untimed_attempt(parts)
     };
-    // Spanned at the error type, so an error type the runtime cannot read is reported there.
-    let failure = quote_spanned! {*error_span=>
-        (&&&#private::Probe(&#error)).d1_retry_failure()
-    };
+    let driver = local("__d1_retry_driver");
     quote! {
         #policy_check
         let #name = #operation;
-        let #plan = #private::Plan { idempotent: #idempotent };
         let mut #driver = #private::Driver::new(
             #policy,
             #name,
             <#private::DefaultSleeper as ::core::default::Default>::default(),
         );
         loop {
+            // What the attempt's dynamic SQL may do, observed as it is prepared.
             let #record = #private::Attempt::new(#name, #read_only);
             let #attempt = &#record;
-            let mut #pinned = ::core::pin::pin!(#attempt_body);
-            let #result: #output = #run_attempt;
-            // The error lives in this block only, so it is dropped before the wait and an
-            // error that is not `Send` never makes the future `!Send`.
-            let #delay = {
-                #[allow(unused_imports)]
-                use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
-                let #error = match #result {
-                    ::core::result::Result::Ok(#value) => {
-                        #driver.succeeded();
-                        return ::core::result::Result::Ok(#value);
-                    }
-                    ::core::result::Result::Err(#error) => #error,
-                };
-                match #driver.next_delay(&#failure, #plan.access(#attempt)) {
-                    ::core::option::Option::Some(#delay) => #delay,
-                    ::core::option::Option::None => return ::core::result::Result::Err(#error),
-                }
-            };
-            // Waited for at the next attempt's await, so the loop has one await point.
-            #driver.wait_before_next(#delay);
+            #each_attempt
         }
+    }
+}
+
+/// A local of the expansion, invisible to the user's code.
+fn local(name: &str) -> Ident {
+    Ident::new(name, Span::mixed_site())
+}
+
+/// One turn of the loop without time limits: the wait before the attempt, if any, the
+/// attempt, and the decision after it are one runtime future (`Turn`), so the function
+/// holds one await point per attempt and no decision code of its own.
+fn untimed_attempt(parts: &WholeBody<'_>) -> TokenStream {
+    let WholeBody {
+        private,
+        names,
+        read_only,
+        attempt_body,
+        output,
+        error_span,
+        ..
+    } = parts;
+    let attempt = &names.attempt;
+    let driver = local("__d1_retry_driver");
+    let result = local("__d1_retry_result");
+    let error = local("__d1_retry_error");
+    let idempotent = !read_only;
+    // Spanned at the error type, so an error type the runtime cannot read is reported there.
+    let failure = quote_spanned! {*error_span=>
+        (&&&#private::Probe(#error)).d1_retry_failure()
+    };
+    quote! {
+        #[allow(unused_imports)]
+        use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
+        let #result: ::core::option::Option<#output> = #driver
+            .turn(
+                #attempt_body,
+                #private::Plan { idempotent: #idempotent },
+                #attempt,
+                |#error| #failure,
+            )
+            .await;
+        if let ::core::option::Option::Some(#result) = #result {
+            return #result;
+        }
+    }
+}
+
+/// One turn of the loop with time limits: each attempt is raced against them, and a cut
+/// attempt fails as maybe executed.
+fn timed_attempt(parts: &WholeBody<'_>) -> TokenStream {
+    let WholeBody {
+        private,
+        names,
+        error_type,
+        read_only,
+        attempt_body,
+        output,
+        error_span,
+        ..
+    } = parts;
+    let attempt = &names.attempt;
+    let driver = local("__d1_retry_driver");
+    let plan = local("__d1_retry_plan");
+    let result = local("__d1_retry_result");
+    let error = local("__d1_retry_error");
+    let delay = local("__d1_retry_delay");
+    let value = local("__d1_retry_value");
+    let cut = local("__d1_retry_cut");
+    let pinned = local("__d1_retry_pinned");
+    let idempotent = !read_only;
+    // Spanned at the error type, so an error type the runtime cannot read is reported there.
+    let failure = quote_spanned! {*error_span=>
+        (&&&#private::Probe(&#error)).d1_retry_failure()
+    };
+    quote! {
+        let #plan = #private::Plan { idempotent: #idempotent };
+        let mut #pinned = ::core::pin::pin!(#attempt_body);
+        // The check at the option guarantees `From<TimedOut>` for the error type.
+        let #result: #output = match #driver.attempt(#private::Scoped::new(#pinned.as_mut())).await {
+            ::core::result::Result::Ok(#result) => #result,
+            ::core::result::Result::Err(#cut) => {
+                let #delay = #driver.next_delay(
+                    &#private::Failure::with_class(#private::FailureClass::MaybeExecuted, &#cut),
+                    #plan.access(#attempt),
+                );
+                match #delay {
+                    ::core::option::Option::Some(#delay) => {
+                        #driver.wait_before_next(#delay);
+                        continue;
+                    }
+                    ::core::option::Option::None => {
+                        #[allow(unused_imports)]
+                        use #private::{ViaFromTimedOut as _, ViaNoTimedOut as _};
+                        // Found through the probe rather than written `From::from`, so
+                        // that a missing conversion is the one error at the option.
+                        match (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout() {
+                            ::core::option::Option::Some(into) => {
+                                return ::core::result::Result::Err(into(#cut));
+                            }
+                            ::core::option::Option::None => {
+                                ::core::unreachable!("the option checks `From<TimedOut>`")
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        // The error lives in this block only, so it is dropped before the wait and an
+        // error that is not `Send` never makes the future `!Send`.
+        let #delay = {
+            #[allow(unused_imports)]
+            use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
+            let #error = match #result {
+                ::core::result::Result::Ok(#value) => {
+                    #driver.succeeded();
+                    return ::core::result::Result::Ok(#value);
+                }
+                ::core::result::Result::Err(#error) => #error,
+            };
+            match #driver.next_delay(&#failure, #plan.access(#attempt)) {
+                ::core::option::Option::Some(#delay) => #delay,
+                ::core::option::Option::None => return ::core::result::Result::Err(#error),
+            }
+        };
+        // Waited for at the next attempt's await, so the loop has one await point.
+        #driver.wait_before_next(#delay);
     }
 }
 

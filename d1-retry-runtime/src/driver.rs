@@ -4,6 +4,7 @@
 
 use core::future::Future;
 use core::pin::Pin;
+use core::sync::atomic::{AtomicU32, Ordering};
 use core::task::{Context, Poll};
 use core::time::Duration;
 
@@ -13,7 +14,7 @@ use crate::failure::Failure;
 use crate::operation::OperationName;
 use crate::scope::Inside;
 use crate::timeout::{TimeLimit, TimedOut};
-use crate::{RetryPolicy, Sleeper, Stopwatch};
+use crate::{RetryPolicy, Sleeper, Stopwatch, is_read_only};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
 ///
@@ -98,13 +99,53 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         self.waiting = Some(self.call.wait(delay));
     }
 
-    /// The next attempt of a loop without time limits: the wait decided after the last
-    /// failure, then `attempt` polled inside the scope that keeps the D1 calls within
-    /// from retrying on their own.
-    pub fn turn<'t, F: Future>(&'t mut self, attempt: Pin<&'t mut F>) -> Turn<'t, S, F> {
+    /// The next attempt of a loop without time limits, and the decision after it: the
+    /// wait decided after the last failure, then `attempt` polled inside the scope that
+    /// keeps the D1 calls within from retrying on their own. Resolves to `Some(result)` to
+    /// hand the caller, or `None` after a failure to retry (the wait is then scheduled and
+    /// the error dropped), so that the function's loop holds one await point and nothing
+    /// else.
+    pub fn turn<'t, F, T, E>(
+        &'t mut self,
+        attempt: F,
+        plan: Plan,
+        record: &'t Attempt<'a>,
+        classify: for<'e> fn(&'e E) -> Failure<'e>,
+    ) -> Turn<'t, 'a, S, F, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
         Turn {
-            waiting: &mut self.waiting,
+            driver: self,
+            plan,
+            record,
+            classify,
             attempt,
+        }
+    }
+
+    /// After an attempt of [`turn`](Self::turn): `Some` to hand back, `None` to retry.
+    /// Apart from [`Turn::poll`], so that it is compiled once per result type rather than
+    /// once per function.
+    fn after<T, E>(
+        &mut self,
+        result: Result<T, E>,
+        plan: Plan,
+        record: &Attempt<'_>,
+        classify: for<'e> fn(&'e E) -> Failure<'e>,
+    ) -> Option<Result<T, E>> {
+        match result {
+            Ok(value) => {
+                self.succeeded();
+                Some(Ok(value))
+            }
+            Err(error) => match self.next_delay(&classify(&error), plan.access(record)) {
+                Some(delay) => {
+                    self.wait_before_next(delay);
+                    None
+                }
+                None => Some(Err(error)),
+            },
         }
     }
 
@@ -114,26 +155,48 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     }
 }
 
-/// The future of [`Driver::turn`]: a plain struct, so that a whole-body function adds one
-/// await point per attempt and no state machine for the wait.
+/// The future of [`Driver::turn`]: a plain struct rather than a state machine, holding
+/// the attempt's future, so that a whole-body function adds one await point per attempt
+/// and no state machine for the wait or the decision.
 #[must_use = "futures do nothing unless polled"]
-pub struct Turn<'t, S: Sleeper, F> {
-    waiting: &'t mut Option<Pin<Box<S::Sleep>>>,
-    attempt: Pin<&'t mut F>,
+pub struct Turn<'t, 'a, S: Sleeper, F, E> {
+    driver: &'t mut Driver<'a, S>,
+    plan: Plan,
+    record: &'t Attempt<'a>,
+    classify: for<'e> fn(&'e E) -> Failure<'e>,
+    /// Pinned with the `Turn` (see `poll`); the other fields are not.
+    attempt: F,
 }
 
-impl<S: Sleeper, F: Future> Future for Turn<'_, S, F> {
-    type Output = F::Output;
+impl<S, F, T, E> Future for Turn<'_, '_, S, F, E>
+where
+    S: Sleeper,
+    F: Future<Output = Result<T, E>>,
+{
+    type Output = Option<Result<T, E>>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.get_mut();
-        if wait_is_pending::<S>(this.waiting, cx) {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `attempt` is structurally pinned and nothing else is: through this
+        // borrow it is only polled in place, never moved out; `Turn` has no `Drop` impl
+        // and no `Unpin` impl of its own, so it is `Unpin` only when the attempt is.
+        let this = unsafe { self.get_unchecked_mut() };
+        if wait_is_pending::<S>(&mut this.driver.waiting, cx) {
             return Poll::Pending;
         }
-        // Polled here rather than through `Scoped`, so that a function adds one `poll`
-        // for its attempt, not two.
-        let _inside = Inside::enter();
-        this.attempt.as_mut().poll(cx)
+        let result = {
+            // Entered here rather than through `Scoped`, so that a function adds one
+            // `poll` for its attempt, not two.
+            let _inside = Inside::enter();
+            // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
+            match unsafe { Pin::new_unchecked(&mut this.attempt) }.poll(cx) {
+                Poll::Ready(result) => result,
+                Poll::Pending => return Poll::Pending,
+            }
+        };
+        Poll::Ready(
+            this.driver
+                .after(result, this.plan, this.record, this.classify),
+        )
     }
 }
 
@@ -152,6 +215,62 @@ fn wait_is_pending<S: Sleeper>(
     false
 }
 
+/// What the macro learned about a whole-body (`read_only` / `idempotent`) function.
+#[derive(Clone, Copy, Debug)]
+pub struct Plan {
+    /// `#[d1_retry(idempotent)]`.
+    pub idempotent: bool,
+}
+
+impl Plan {
+    /// The access of the attempt that just ran, given the dynamic SQL it observed.
+    pub fn access(&self, attempt: &Attempt<'_>) -> Access {
+        if self.idempotent {
+            Access::Idempotent
+        } else if attempt.dynamic_writes() == 0 {
+            Access::ReadOnly
+        } else {
+            Access::Unretryable
+        }
+    }
+}
+
+/// Per-attempt record of the dynamic SQL the attempt ran.
+///
+/// An atomic rather than a `Cell` so the user's future stays `Send` when it was.
+pub struct Attempt<'a> {
+    operation: OperationName<'a>,
+    declared_read_only: bool,
+    dynamic_writes: AtomicU32,
+}
+
+impl<'a> Attempt<'a> {
+    /// A fresh record for one attempt of `operation`.
+    pub const fn new(operation: OperationName<'a>, declared_read_only: bool) -> Self {
+        Attempt {
+            operation,
+            declared_read_only,
+            dynamic_writes: AtomicU32::new(0),
+        }
+    }
+
+    /// Scans dynamic SQL as it is passed to `prepare` or `exec`: text is judged, anything
+    /// else counts as a write.
+    pub fn observe(&self, sql: Option<&str>) {
+        if !sql.is_some_and(is_read_only) {
+            self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
+            if self.declared_read_only {
+                crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
+            }
+        }
+    }
+
+    /// How many dynamic statements of this attempt may write.
+    pub fn dynamic_writes(&self) -> u32 {
+        self.dynamic_writes.load(Ordering::Relaxed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,39 +278,60 @@ mod tests {
     use core::cell::Cell;
 
     #[test]
-    fn a_turn_makes_the_scheduled_wait_then_polls_the_attempt_inside_the_scope() {
+    fn a_turn_makes_the_scheduled_wait_then_polls_the_attempt_inside_the_scope_and_decides() {
+        use crate::fake::{DbError, LOST};
         let waits = Waits::default();
-        let policy = RetryPolicy::DEFAULT;
+        let policy = RetryPolicy::DEFAULT.without_budget();
         let mut driver = Driver::new(&policy, OperationName::Named("test"), &waits);
         let polled_nested = Cell::new(None);
-        let attempt = || {
-            core::future::poll_fn(|_| {
+        let attempt = |result: Result<u32, &'static str>| {
+            let polled_nested = &polled_nested;
+            core::future::poll_fn(move |_| {
                 polled_nested.set(Some(crate::scope::nested()));
-                Poll::Ready(1)
+                Poll::Ready(result.map_err(DbError))
             })
         };
+        let classify: for<'e> fn(&'e DbError) -> Failure<'e> = |error| Failure::from_error(error);
+        let read = Plan { idempotent: false };
+        let record = Attempt::new(OperationName::Named("test"), false);
         let mut cx = Context::from_waker(core::task::Waker::noop());
 
         // No wait scheduled: the first turn polls the attempt at once, inside the scope.
-        let mut first = core::pin::pin!(attempt());
-        assert_eq!(
-            Pin::new(&mut driver.turn(first.as_mut())).poll(&mut cx),
-            Poll::Ready(1)
-        );
+        let mut first = core::pin::pin!(driver.turn(attempt(Ok(1)), read, &record, classify));
+        assert!(matches!(
+            first.as_mut().poll(&mut cx),
+            Poll::Ready(Some(Ok(1)))
+        ));
         assert_eq!(polled_nested.take(), Some(true));
         assert!(!crate::scope::nested(), "the scope ends with the poll");
 
-        // A scheduled wait comes first: the attempt is not polled until it is over.
-        driver.wait_before_next(Duration::from_millis(200));
-        assert_eq!(*waits.0.borrow(), [Duration::from_millis(200)]);
-        let mut second = core::pin::pin!(attempt());
-        let mut turn = driver.turn(second.as_mut());
-        assert_eq!(Pin::new(&mut turn).poll(&mut cx), Poll::Pending);
-        assert_eq!(polled_nested.take(), None, "not polled during the wait");
-        assert_eq!(Pin::new(&mut turn).poll(&mut cx), Poll::Ready(1));
+        // A read that may have run: retried; the turn schedules the wait and says so.
+        let mut failed = core::pin::pin!(driver.turn(attempt(Err(LOST)), read, &record, classify));
+        assert!(matches!(failed.as_mut().poll(&mut cx), Poll::Ready(None)));
         assert_eq!(polled_nested.take(), Some(true));
-        drop(turn);
+        assert_eq!(waits.0.borrow().len(), 1, "one wait scheduled");
+        assert_eq!(driver.attempt, 2);
+
+        // The scheduled wait comes first: the attempt is not polled until it is over.
+        let mut second = core::pin::pin!(driver.turn(attempt(Ok(2)), read, &record, classify));
+        assert!(second.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(polled_nested.take(), None, "not polled during the wait");
+        assert!(matches!(
+            second.as_mut().poll(&mut cx),
+            Poll::Ready(Some(Ok(2)))
+        ));
+        assert_eq!(polled_nested.take(), Some(true));
         assert!(driver.waiting.is_none(), "a wait is made once");
+
+        // The same failure after dynamic SQL that may write: handed back, no wait.
+        let wrote = Attempt::new(OperationName::Named("test"), false);
+        wrote.observe(Some("DELETE FROM users"));
+        let mut write = core::pin::pin!(driver.turn(attempt(Err(LOST)), read, &wrote, classify));
+        assert!(matches!(
+            write.as_mut().poll(&mut cx),
+            Poll::Ready(Some(Err(DbError(LOST))))
+        ));
+        assert_eq!(waits.0.borrow().len(), 1, "no other wait");
     }
 
     #[test]
