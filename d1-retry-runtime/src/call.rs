@@ -787,6 +787,68 @@ mod tests {
 
     #[cfg(feature = "tokio")]
     #[tokio::test(start_paused = true)]
+    async fn an_attempt_cut_by_its_timeout_is_dropped_at_once_not_after_the_wait() {
+        // Dropping the cut attempt's future is what lets go of its request (a `JsFuture`
+        // in a Worker); it must not be kept through the wait before the retry.
+        struct Dropped<'a>(&'a Cell<u32>);
+        impl Drop for Dropped<'_> {
+            fn drop(&mut self) {
+                self.0.set(self.0.get() + 1);
+            }
+        }
+        let policy = const {
+            RetryPolicy::DEFAULT
+                .without_budget()
+                .with_attempt_timeout(Duration::from_millis(100))
+        };
+        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let (made, dropped) = (Cell::new(0_u32), Cell::new(0_u32));
+        let execution = execute_timed(
+            &timed,
+            Access::ReadOnly,
+            (),
+            |()| {
+                made.set(made.get() + 1);
+                let first = made.get() == 1;
+                let dropped = &dropped;
+                async move {
+                    let _guard = Dropped(dropped);
+                    if first {
+                        core::future::pending::<()>().await;
+                    }
+                    Ok::<u32, DbError>(2)
+                }
+            },
+            |error: &DbError| Failure::from_error(error),
+            |_cut| DbError("timed out"),
+        );
+        let mut execution = core::pin::pin!(execution);
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        assert!(execution.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(
+            (made.get(), dropped.get()),
+            (1, 0),
+            "the first attempt runs"
+        );
+        // The timeout fires: the attempt is cut, and the read is retried after a wait.
+        tokio::time::advance(Duration::from_millis(100)).await;
+        assert!(execution.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(made.get(), 1, "still waiting before the retry");
+        assert_eq!(
+            dropped.get(),
+            1,
+            "the cut attempt was dropped before the wait"
+        );
+        tokio::time::advance(Duration::from_secs(3)).await;
+        assert!(matches!(
+            execution.as_mut().poll(&mut cx),
+            Poll::Ready(Ok(2))
+        ));
+        assert_eq!((made.get(), dropped.get()), (2, 2));
+    }
+
+    #[cfg(feature = "tokio")]
+    #[tokio::test(start_paused = true)]
     async fn after_the_deadline_an_attempt_is_made_but_never_polled() {
         // A second execution of a call whose deadline has passed (the first one used it
         // up): its statement is prepared, but D1 must not be called, not even once.
