@@ -166,7 +166,7 @@ impl Retrying {
         args: A,
         access: Access,
         attempt: F,
-    ) -> Execute<'c, S, A, F, Fut>
+    ) -> Execute<'c, S, A, F, Fut, E>
     where
         S: Sleeper,
         A: Clone,
@@ -185,7 +185,7 @@ impl Retrying {
         call: &'c Call<'c, S>,
         access: Access,
         statement: R,
-    ) -> Execute<'c, S, (), impl FnMut(()) -> R::IntoFuture, R::IntoFuture>
+    ) -> Execute<'c, S, (), impl FnMut(()) -> R::IntoFuture, R::IntoFuture, E>
     where
         S: Sleeper,
         R: IntoFuture<Output = Result<T, E>> + Clone,

@@ -29,6 +29,7 @@ use core::task::{Context, Poll};
 use crate::Sleeper;
 use crate::call::Call;
 use crate::decide::Access;
+use crate::failure::Failure;
 use crate::receiver::ExecutionError;
 
 /// The attempts of one execution, as the retry loop sees them: behind a trait object in a
@@ -82,25 +83,30 @@ struct State<S: Sleeper> {
 }
 
 /// The future of an execution awaited where it is made: the attempt's future, how to make
-/// the next one, and what carries over between attempts.
+/// the next one, how to read its error, and what carries over between attempts.
 #[must_use = "futures do nothing unless polled"]
-pub struct Execute<'c, S: Sleeper, A, F, Fut> {
+pub struct Execute<'c, S: Sleeper, A, F, Fut, E> {
     call: &'c Call<'c, S>,
     access: Access,
     args: A,
     make: F,
+    /// `E::d1_failure`, taken where the site is made: that is where an unreadable error
+    /// type is reported (the one error, at the call), so awaiting asks nothing of `E`.
+    classify: for<'e> fn(&'e E) -> Failure<'e>,
     /// Pinned with the `Execute` (see `poll`); the other fields are not.
     attempt: Option<Fut>,
     state: State<S>,
 }
 
-impl<'c, S: Sleeper, A, F, Fut> Execute<'c, S, A, F, Fut> {
+impl<'c, S: Sleeper, A, F, Fut, E> Execute<'c, S, A, F, Fut, E> {
     /// Makes `make(args)`, retried as `access` allows on the call's schedule.
     #[inline(always)]
-    pub fn new(call: &'c Call<'c, S>, access: Access, args: A, mut make: F) -> Self
+    pub fn new<T>(call: &'c Call<'c, S>, access: Access, args: A, mut make: F) -> Self
     where
         A: Clone,
         F: FnMut(A) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: ExecutionError,
     {
         // The first attempt's future is made here, where the plain call would have made
         // it: before the `.await`.
@@ -110,6 +116,7 @@ impl<'c, S: Sleeper, A, F, Fut> Execute<'c, S, A, F, Fut> {
             access,
             args,
             make,
+            classify: E::d1_failure,
             attempt: Some(first),
             state: State {
                 attempts: 1,
@@ -119,13 +126,12 @@ impl<'c, S: Sleeper, A, F, Fut> Execute<'c, S, A, F, Fut> {
     }
 }
 
-impl<S, A, F, Fut, T, E> Future for Execute<'_, S, A, F, Fut>
+impl<S, A, F, Fut, T, E> Future for Execute<'_, S, A, F, Fut, E>
 where
     S: Sleeper,
     A: Clone,
     F: FnMut(A) -> Fut,
     Fut: Future<Output = Result<T, E>>,
-    E: ExecutionError,
 {
     type Output = Result<T, E>;
 
@@ -147,7 +153,14 @@ where
         let site: &mut dyn Attempts<T, E> = &mut site;
         #[cfg(not(debug_assertions))]
         let site = &mut site;
-        drive(this.call, this.access, site, &mut this.state, cx)
+        drive(
+            this.call,
+            this.access,
+            this.classify,
+            site,
+            &mut this.state,
+            cx,
+        )
     }
 }
 
@@ -157,13 +170,13 @@ where
 fn drive<S, T, E, X>(
     call: &Call<'_, S>,
     access: Access,
+    classify: for<'e> fn(&'e E) -> Failure<'e>,
     site: &mut X,
     state: &mut State<S>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<T, E>>
 where
     S: Sleeper,
-    E: ExecutionError,
     X: Attempts<T, E> + ?Sized,
 {
     loop {
@@ -183,7 +196,7 @@ where
                 call.succeeded();
                 return Poll::Ready(Ok(value));
             }
-            Err(error) => match call.after_failure(&error.d1_failure(), access, state.attempts) {
+            Err(error) => match call.after_failure(&classify(&error), access, state.attempts) {
                 Some(delay) => state.waiting = Some(call.wait(delay)),
                 None => return Poll::Ready(Err(error)),
             },
