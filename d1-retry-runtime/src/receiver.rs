@@ -174,7 +174,7 @@ impl Retrying {
         Fut: Future<Output = Result<T, E>>,
         E: ExecutionError,
     {
-        Execute::new(call, access, args, attempt)
+        Execute::new(call, access, args, attempt, E::d1_failure)
     }
 
     /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone, as
@@ -192,7 +192,7 @@ impl Retrying {
         E: ExecutionError,
     {
         let attempt = move |()| statement.clone().into_future();
-        Execute::new(call, access, (), attempt)
+        Execute::new(call, access, (), attempt, E::d1_failure)
     }
 
     /// Makes `attempt(args)`, retried as `access` allows.

@@ -30,7 +30,6 @@ use crate::Sleeper;
 use crate::call::Call;
 use crate::decide::Access;
 use crate::failure::Failure;
-use crate::receiver::ExecutionError;
 
 /// The attempts of one execution, as the retry loop sees them: behind a trait object in a
 /// debug build, so the loop is compiled once per result type.
@@ -99,14 +98,20 @@ pub struct Execute<'c, S: Sleeper, A, F, Fut, E> {
 }
 
 impl<'c, S: Sleeper, A, F, Fut, E> Execute<'c, S, A, F, Fut, E> {
-    /// Makes `make(args)`, retried as `access` allows on the call's schedule.
+    /// Makes `make(args)`, retried as `access` allows on the call's schedule; `classify`
+    /// reads a failed attempt's error (`E::d1_failure`, from the caller, which checks that
+    /// `E` is readable).
     #[inline(always)]
-    pub fn new<T>(call: &'c Call<'c, S>, access: Access, args: A, mut make: F) -> Self
+    pub fn new(
+        call: &'c Call<'c, S>,
+        access: Access,
+        args: A,
+        mut make: F,
+        classify: for<'e> fn(&'e E) -> Failure<'e>,
+    ) -> Self
     where
         A: Clone,
         F: FnMut(A) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        E: ExecutionError,
     {
         // The first attempt's future is made here, where the plain call would have made
         // it: before the `.await`.
@@ -116,7 +121,7 @@ impl<'c, S: Sleeper, A, F, Fut, E> Execute<'c, S, A, F, Fut, E> {
             access,
             args,
             make,
-            classify: E::d1_failure,
+            classify,
             attempt: Some(first),
             state: State {
                 attempts: 1,
@@ -210,6 +215,7 @@ mod tests {
     use crate::RetryPolicy;
     use crate::fake::{DbError, LOST, Waits};
     use crate::operation::OperationName;
+    use crate::receiver::ExecutionError;
     use core::cell::{Cell, RefCell};
 
     fn poll<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
@@ -234,7 +240,13 @@ mod tests {
             };
             core::future::ready(result)
         };
-        let mut execute = core::pin::pin!(Execute::new(&call, access, 7_u32, attempt));
+        let mut execute = core::pin::pin!(Execute::new(
+            &call,
+            access,
+            7_u32,
+            attempt,
+            DbError::d1_failure
+        ));
         assert_eq!(
             made.get(),
             1,
@@ -311,7 +323,13 @@ mod tests {
                 }
             }
         };
-        let mut execute = core::pin::pin!(Execute::new(&call, Access::ReadOnly, 5_u32, attempt));
+        let mut execute = core::pin::pin!(Execute::new(
+            &call,
+            Access::ReadOnly,
+            5_u32,
+            attempt,
+            DbError::d1_failure
+        ));
         let result = (0..10)
             .find_map(|_| match poll(&mut execute) {
                 Poll::Ready(result) => Some(result),
@@ -343,7 +361,13 @@ mod tests {
                     None => Ok(made),
                 })
             };
-            let mut execute = core::pin::pin!(Execute::new(&call, Access::ReadOnly, (), attempt));
+            let mut execute = core::pin::pin!(Execute::new(
+                &call,
+                Access::ReadOnly,
+                (),
+                attempt,
+                DbError::d1_failure
+            ));
             let result = (0..10)
                 .find_map(|_| match poll(&mut execute) {
                     Poll::Ready(result) => Some(result),
