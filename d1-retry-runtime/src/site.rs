@@ -222,6 +222,17 @@ mod tests {
         Pin::new(future).poll(&mut Context::from_waker(core::task::Waker::noop()))
     }
 
+    /// Polls `future` until it is ready, 10 times at most: a mutant that never finishes
+    /// fails the test instead of hanging it.
+    fn finish<F: Future + Unpin>(future: &mut F) -> F::Output {
+        (0..10)
+            .find_map(|_| match poll(future) {
+                Poll::Ready(output) => Some(output),
+                Poll::Pending => None,
+            })
+            .expect("an execution that never finishes")
+    }
+
     /// An execution that fails with `failures` in turn, then succeeds, through [`Execute`]:
     /// returns how many attempts were made and what each attempt's arguments were.
     fn run(access: Access, failures: &[&'static str]) -> (Result<u32, DbError>, Vec<u32>, usize) {
@@ -330,12 +341,7 @@ mod tests {
             attempt,
             DbError::d1_failure
         ));
-        let result = (0..10)
-            .find_map(|_| match poll(&mut execute) {
-                Poll::Ready(result) => Some(result),
-                Poll::Pending => None,
-            })
-            .expect("an execution that never finishes");
+        let result = finish(&mut execute);
         assert_eq!(result.unwrap(), 6, "the second attempt's own value");
         assert_eq!(made.get(), 2);
     }
@@ -368,12 +374,7 @@ mod tests {
                 attempt,
                 DbError::d1_failure
             ));
-            let result = (0..10)
-                .find_map(|_| match poll(&mut execute) {
-                    Poll::Ready(result) => Some(result),
-                    Poll::Pending => None,
-                })
-                .expect("an execution that never finishes");
+            let result = finish(&mut execute);
             assert_eq!(result.unwrap(), failures.len() + 1);
             assert!(
                 budget.tokens() > spent - failures.len() as f64,
