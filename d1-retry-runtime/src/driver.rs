@@ -1,6 +1,8 @@
 //! The whole-attempt retry loop's decisions, shared by [`Retry`](crate::Retry) and the
 //! `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]` expansion: one [`Call`] whose only
-//! execution is the whole attempt, so both loops decide with the same code.
+//! execution is the whole attempt, so both loops decide with the same code. Also what a
+//! whole-body attempt observed ([`Attempt`], its dynamic SQL) and how that sets its access
+//! ([`Plan`]), which [`Turn`] reads after a failure.
 
 use core::future::Future;
 use core::pin::Pin;
