@@ -452,8 +452,36 @@ impl Finder<'_> {
         let turbofish = &call.turbofish;
         let dot = call.dot_token;
         let timed = self.names.timed.then(|| self.classify_timed(span));
+        // An awaited call without arguments, the commonest D1 call, is retried by a loop
+        // written here (see the runtime's `execution.rs`): each attempt is the call as
+        // written, and the site instantiates no closure.
+        let argless = awaited && timed.is_none() && call.args.is_empty();
+        let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
+        let result = Ident::new("__d1_retry_result", Span::mixed_site());
+        let again = Ident::new("__d1_retry_again", Span::mixed_site());
         let site = |receiver: &TokenStream| {
-            if let Some(classify) = &timed {
+            if argless {
+                // Spanned at the method, so an error type the runtime cannot read is
+                // reported there. The `match` runs from the receiver to the method, as
+                // the call written with its `.await` would, for diagnostics about the
+                // value (`?` on it).
+                let begin = quote_spanned! {span=>
+                    (&&#private::Receiver::of(&#receiver)).d1_site().begin(#call_ident, #access)
+                };
+                // On a receiver that is not D1 the loop never turns (see `PlainExecution`).
+                let arms = quote_spanned! {span=>
+                    {
+                        #[allow(clippy::never_loop)]
+                        mut #execution => loop {
+                            match #execution.attempt(#receiver #dot #name #turbofish ()).await {
+                                ::core::ops::ControlFlow::Break(#result) => break #result,
+                                ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                            }
+                        }
+                    }
+                };
+                quote_spanned!(whole=> match #begin #arms)
+            } else if let Some(classify) = &timed {
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
@@ -475,29 +503,27 @@ impl Finder<'_> {
             }
         };
         let receiver = strip_parens(&call.receiver);
-        let body = if place {
-            let site = site(&receiver.to_token_stream());
-            if awaited {
+        // The loop awaits each attempt itself.
+        let await_site = |site: TokenStream| {
+            if awaited && !argless {
                 quote_spanned!(whole=> #site.await)
             } else {
                 site
             }
+        };
+        let body = if place {
+            await_site(site(&receiver.to_token_stream()))
         } else if awaited && is_place_expression(receiver) {
             // `v[0]`, `*r`, `self.state().db`: a place that must not be moved out of;
             // borrowed for the execution's `&self` calls.
-            let site = site(&recv.to_token_stream());
+            let site = await_site(site(&recv.to_token_stream()));
             quote_spanned! {whole=>
                 match &#receiver {
-                    #recv => #site.await
+                    #recv => #site
                 }
             }
         } else {
-            let site = site(&recv.to_token_stream());
-            let site = if awaited {
-                quote_spanned!(whole=> #site.await)
-            } else {
-                site
-            };
+            let site = await_site(site(&recv.to_token_stream()));
             quote_spanned! {whole=>
                 match #receiver {
                     #[allow(unused_mut)]

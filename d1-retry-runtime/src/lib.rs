@@ -41,6 +41,7 @@ mod class;
 mod classify;
 mod decide;
 mod driver;
+mod execution;
 mod failure;
 #[cfg(test)]
 mod fake;

@@ -1,0 +1,383 @@
+//! An awaited execution without arguments (`stmt.first().await`, `db.prepare(..).run().await`):
+//! the commonest D1 call, retried by a loop the expansion writes where the call stands.
+//!
+//! `#[d1_retry]` rewrites such a call into
+//!
+//! ```text
+//! { let mut execution = <site>.begin(&call, access);
+//!   loop {
+//!       match execution.attempt(stmt.first()).await {
+//!           ControlFlow::Break(result) => break result,
+//!           ControlFlow::Continue(again) => execution.again(again),
+//!       }
+//!   } }
+//! ```
+//!
+//! so that each attempt is the call exactly as written, made again only after a failure
+//! that may be retried and after its wait. What each call site instantiates is one small
+//! future ([`Attempting`]) around the call's own future, with no closure and no argument
+//! tuple to clone; the decision and the wait are in [`Execution`]'s methods, compiled once
+//! per sleeper. Measured by instructions of rustc (`COUNT=instructions` in
+//! `scripts/bench-compile-time.sh`), this costs a read's expansion less than half of what
+//! the closure-based [`Execute`](crate::site::Execute) costs, which still serves calls with
+//! arguments: those must be evaluated once, and a loop could only re-use them by moving or
+//! cloning them, which a call on a receiver that is not D1 ([`Plain`]) must not need.
+//!
+//! A receiver that is not D1 may take `self` by value (`job.run().await`), which a loop
+//! could not move twice. So [`Plain`]'s execution continues with [`Never`]: its `again`
+//! returns `!`, and the loop has no way back to a second call that the borrow checker could
+//! see.
+
+use core::future::{Future, IntoFuture};
+use core::ops::ControlFlow;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+use crate::Sleeper;
+use crate::call::Call;
+use crate::decide::Access;
+use crate::failure::Failure;
+use crate::receiver::{ExecutionError, Never, Plain, Retrying};
+
+/// What carries over between the attempts of one retried execution: the call's schedule,
+/// the access, the number of attempts made, and the wait after the last failure.
+pub struct Execution<'c, S: Sleeper> {
+    call: &'c Call<'c, S>,
+    access: Access,
+    attempts: u32,
+    /// On the heap (see `Call::wait`): only a failure pays for it.
+    waiting: Option<Pin<Box<S::Sleep>>>,
+}
+
+impl<'c, S: Sleeper> Execution<'c, S> {
+    /// One attempt: `attempt` is the call as written. Resolves to `Break(result)` to hand
+    /// the caller, or to `Continue`, after a failure that is retried and its wait, when
+    /// the loop must make the call again.
+    #[inline(always)]
+    pub fn attempt<Fut, T, E>(&mut self, attempt: Fut) -> Attempting<'_, 'c, S, Fut, E>
+    where
+        Fut: Future<Output = Result<T, E>>,
+        E: ExecutionError,
+    {
+        Attempting {
+            execution: self,
+            classify: E::d1_failure,
+            attempt,
+        }
+    }
+
+    /// Before the next attempt: nothing to do (the wait is over).
+    #[inline(always)]
+    pub fn again(&mut self, (): ()) {}
+
+    /// After a failed attempt: schedules the wait and returns `true` to retry, or `false`
+    /// to hand the caller the error.
+    fn failed(&mut self, failure: &Failure<'_>) -> bool {
+        match self.call.after_failure(failure, self.access, self.attempts) {
+            Some(delay) => {
+                self.waiting = Some(self.call.wait(delay));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Polls the wait after a failure: `None` if there is none, `Some(Ready)` once it is
+    /// over (the next attempt is then the next one counted).
+    fn poll_wait(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
+        let wait = self.waiting.as_mut()?;
+        if wait.as_mut().poll(cx).is_pending() {
+            return Some(Poll::Pending);
+        }
+        self.waiting = None;
+        self.attempts += 1;
+        Some(Poll::Ready(()))
+    }
+}
+
+/// One attempt of an [`Execution`]: the call's future, then, after a failure that is
+/// retried, the wait. A plain struct rather than a state machine.
+#[must_use = "futures do nothing unless polled"]
+pub struct Attempting<'e, 'c, S: Sleeper, Fut, E> {
+    execution: &'e mut Execution<'c, S>,
+    classify: for<'x> fn(&'x E) -> Failure<'x>,
+    /// Pinned with the `Attempting` (see `poll`); the other fields are not.
+    attempt: Fut,
+}
+
+impl<S, Fut, T, E> Future for Attempting<'_, '_, S, Fut, E>
+where
+    S: Sleeper,
+    Fut: Future<Output = Result<T, E>>,
+{
+    type Output = ControlFlow<Result<T, E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `attempt` is structurally pinned and nothing else is: through this
+        // borrow it is only polled in place, never moved out; `Attempting` has no `Drop`
+        // impl and no `Unpin` impl of its own, so it is `Unpin` only when the attempt is.
+        let this = unsafe { self.get_unchecked_mut() };
+        loop {
+            // Once a wait is scheduled, the attempt has finished: it is never polled again.
+            if let Some(wait) = this.execution.poll_wait(cx) {
+                return wait.map(|()| ControlFlow::Continue(()));
+            }
+            // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
+            let result = match unsafe { Pin::new_unchecked(&mut this.attempt) }.poll(cx) {
+                Poll::Ready(result) => result,
+                Poll::Pending => return Poll::Pending,
+            };
+            match result {
+                Ok(value) => {
+                    this.execution.call.succeeded();
+                    return Poll::Ready(ControlFlow::Break(Ok(value)));
+                }
+                Err(error) => {
+                    if !this.execution.failed(&(this.classify)(&error)) {
+                        return Poll::Ready(ControlFlow::Break(Err(error)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// [`Execution`] for a receiver that is not D1 ([`Plain`]): the call is made once, as
+/// written.
+#[derive(Clone, Copy, Debug)]
+pub struct PlainExecution;
+
+impl PlainExecution {
+    /// Awaits `value` once, as `.await` does: it always breaks the loop.
+    #[inline(always)]
+    pub fn attempt<R: IntoFuture>(&mut self, value: R) -> Once<R::IntoFuture> {
+        Once(value.into_future())
+    }
+
+    /// Never called: [`Never`] has no values. Returning `!` is what lets a loop around a
+    /// call that moves its receiver compile (see the module).
+    #[inline(always)]
+    pub fn again(&mut self, never: Never) -> ! {
+        match never {}
+    }
+}
+
+/// The future of [`PlainExecution::attempt`]: the value's own future, its output in
+/// `Break`.
+#[must_use = "futures do nothing unless polled"]
+pub struct Once<F>(F);
+
+impl<F: Future> Future for Once<F> {
+    type Output = ControlFlow<F::Output, Never>;
+
+    #[inline(always)]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: the one field is structurally pinned: it is only polled in place, and
+        // `Once` has no `Drop` impl and no `Unpin` impl of its own.
+        unsafe { self.map_unchecked_mut(|once| &mut once.0) }
+            .poll(cx)
+            .map(ControlFlow::Break)
+    }
+}
+
+impl Retrying {
+    /// Starts an execution awaited where it is made, with no arguments: see the module.
+    #[inline(always)]
+    pub fn begin<'c, S: Sleeper>(self, call: &'c Call<'c, S>, access: Access) -> Execution<'c, S> {
+        Execution {
+            call,
+            access,
+            attempts: 1,
+            waiting: None,
+        }
+    }
+}
+
+impl Plain {
+    /// The call as written, made once: see [`PlainExecution`].
+    #[inline(always)]
+    pub fn begin<S>(self, _call: &Call<'_, S>, _access: Access) -> PlainExecution {
+        PlainExecution
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RetryPolicy;
+    use crate::fake::{DbError, LOST, OncePending, Waits};
+    use crate::operation::OperationName;
+    use core::cell::Cell;
+
+    /// Polls `future` until it is ready, 20 times at most (a mutant that never finishes
+    /// fails the test instead of hanging it); returns its output and the pending polls.
+    fn finish<F: Future>(future: F) -> (F::Output, usize) {
+        let mut future = core::pin::pin!(future);
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        for pending in 0..20 {
+            if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+                return (output, pending);
+            }
+        }
+        panic!("an execution that never finishes");
+    }
+
+    /// The loop `#[d1_retry]` writes around `make()`, on a retrying site, where each
+    /// attempt is pending `own` times before it is ready: returns the result and the waits,
+    /// and checks the polls and the count of attempts the execution kept.
+    fn retried<Fut>(
+        access: Access,
+        own: usize,
+        mut make: impl FnMut() -> Fut,
+    ) -> (Result<u32, DbError>, usize)
+    where
+        Fut: Future<Output = Result<u32, DbError>>,
+    {
+        let waits = Waits::default();
+        let policy = RetryPolicy::DEFAULT.without_budget();
+        let call = Call::with_sleeper(&policy, OperationName::Named("test"), &waits);
+        let (result, pending) = finish(async {
+            let mut execution = Retrying.begin(&call, access);
+            let result = loop {
+                match execution.attempt(make()).await {
+                    ControlFlow::Break(result) => break result,
+                    ControlFlow::Continue(again) => execution.again(again),
+                }
+            };
+            (result, execution.attempts)
+        });
+        let (result, attempts) = result;
+        let waited = waits.0.borrow().len();
+        assert_eq!(
+            pending,
+            waited + own * attempts as usize,
+            "each wait is one pending poll"
+        );
+        assert_eq!(
+            attempts as usize,
+            waited + 1,
+            "the attempt count the log reports"
+        );
+        (result, waited)
+    }
+
+    /// An attempt maker that fails with `failures` in turn, then succeeds with the number
+    /// of attempts made before it; counts the attempts in `made`.
+    fn failing<'a>(
+        made: &'a Cell<u32>,
+        failures: &'a [&'static str],
+    ) -> impl FnMut() -> core::future::Ready<Result<u32, DbError>> + 'a {
+        move || {
+            let n = made.get();
+            made.set(n + 1);
+            core::future::ready(match failures.get(n as usize) {
+                Some(message) => Err(DbError(message)),
+                None => Ok(n),
+            })
+        }
+    }
+
+    #[test]
+    fn a_read_is_made_again_after_each_wait() {
+        let made = Cell::new(0);
+        let (result, waited) = retried(Access::ReadOnly, 0, failing(&made, &[LOST, LOST]));
+        assert_eq!(result.unwrap(), 2, "the third attempt succeeds");
+        assert_eq!(made.get(), 3);
+        assert_eq!(waited, 2);
+    }
+
+    #[test]
+    fn a_write_that_may_have_run_is_handed_back_without_another_attempt() {
+        let made = Cell::new(0);
+        let (result, waited) = retried(Access::Write, 0, failing(&made, &[LOST]));
+        assert_eq!(result.unwrap_err().0, LOST);
+        assert_eq!(made.get(), 1, "made once");
+        assert_eq!(waited, 0);
+    }
+
+    #[test]
+    fn attempts_stop_at_the_policys_maximum() {
+        let made = Cell::new(0);
+        let (result, waited) = retried(Access::ReadOnly, 0, failing(&made, &[LOST; 9]));
+        assert_eq!(result.unwrap_err().0, LOST);
+        assert_eq!(made.get(), 5, "5 attempts in all");
+        assert_eq!(waited, 4);
+    }
+
+    #[test]
+    fn an_attempt_that_borrows_from_itself_is_polled_where_it_lies() {
+        // An `async` block holding a borrow of its own local across a pending poll is
+        // `!Unpin`: `Attempting` must poll it in place (`cargo miri test` checks the
+        // projection).
+        let made = Cell::new(0_u32);
+        let (result, waited) = retried(Access::ReadOnly, 1, || {
+            let n = made.get();
+            made.set(n + 1);
+            async move {
+                let local = [n; 4];
+                let borrowed = &local;
+                OncePending::new().await;
+                match borrowed[3] {
+                    0 => Err(DbError(LOST)),
+                    value => Ok(value),
+                }
+            }
+        });
+        assert_eq!(result.unwrap(), 1, "the second attempt's own value");
+        assert_eq!(waited, 1);
+    }
+
+    #[test]
+    fn a_success_gives_the_budget_a_share_back_whichever_attempt_it_is() {
+        static TOKENS: crate::RetryTokens = crate::RetryTokens::new();
+        let budget = crate::RetryBudget::new(&TOKENS).with_max_tokens(10);
+        let policy = RetryPolicy::DEFAULT.with_budget(budget);
+        for failures in [&[][..], &[LOST][..]] {
+            budget.record_failure();
+            let spent = budget.tokens();
+            let waits = Waits::default();
+            let call = Call::with_sleeper(&policy, OperationName::Named("test"), &waits);
+            let made = Cell::new(0);
+            let mut make = failing(&made, failures);
+            let (result, _) = finish(async {
+                let mut execution = Retrying.begin(&call, Access::ReadOnly);
+                loop {
+                    match execution.attempt(make()).await {
+                        ControlFlow::Break(result) => break result,
+                        ControlFlow::Continue(again) => execution.again(again),
+                    }
+                }
+            });
+            assert_eq!(result.unwrap() as usize, failures.len());
+            assert!(
+                budget.tokens() > spent - failures.len() as f64,
+                "{failures:?}: {} tokens after, {spent} before",
+                budget.tokens()
+            );
+        }
+    }
+
+    #[test]
+    #[allow(clippy::never_loop)] // The point: the loop compiles, and never turns.
+    fn a_plain_call_is_made_once_even_when_it_moves_its_receiver() {
+        struct Job(u32);
+        impl Job {
+            async fn run(self) -> u32 {
+                self.0
+            }
+        }
+        let policy = RetryPolicy::DEFAULT;
+        let call = Call::new(&policy, OperationName::Named("test"));
+        let job = Job(3);
+        let (value, pending) = finish(async {
+            let mut execution = Plain.begin(&call, Access::Write);
+            loop {
+                match execution.attempt(job.run()).await {
+                    ControlFlow::Break(value) => break value,
+                    ControlFlow::Continue(again) => execution.again(again),
+                }
+            }
+        });
+        assert_eq!((value, pending), (3, 0));
+    }
+}
