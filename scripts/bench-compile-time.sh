@@ -15,6 +15,9 @@
 #        SPLIT=1 scripts/bench-compile-time.sh   (then also where the added time goes: one
 #        more build of each crate with rustc's -Z time-passes, through RUSTC_BOOTSTRAP, and
 #        the passes that differ, in ms per annotated method)
+#        COUNT=instructions scripts/bench-compile-time.sh   (then also the instructions rustc
+#        executes for each crate, under valgrind: a figure this machine's noise does not
+#        move, for comparing two trees; about 2 minutes more in the dev profile)
 # Prints each run, the medians, and the added milliseconds per annotated method, in wall
 # time (what the issue asks) and in CPU time (user + system), which a busy machine blurs less.
 set -euo pipefail
@@ -250,4 +253,28 @@ if [ "${SPLIT:-0}" = 1 ]; then
         END { for (pass in annotated) if ((annotated[pass] - plain[pass]) * 1000 / fns >= 0.2)
             printf "  %-40s %8.2f\n", pass, (annotated[pass] - plain[pass]) * 1000 / fns }' \
         "$work/passes.plain" "$work/passes.annotated" | sort -k2 -rn
+fi
+
+# What the machine's noise cannot blur: the instructions rustc executes to compile each crate
+# (valgrind's cachegrind; the count varies by well under 1 % between runs). One compile of
+# each, with the command line cargo uses, run again under valgrind.
+if [ "${COUNT:-}" = instructions ]; then
+    command -v valgrind >/dev/null || { echo "COUNT=instructions needs valgrind" >&2; exit 1; }
+    instructions() { # instructions NAME -> millions of instructions rustc executes
+        local dir="$work/$1" cmd
+        (cd "$dir" && cargo clean -q -p "$1" --profile "$profile" 2>/dev/null || true)
+        cmd="$(cd "$dir" && cargo build -v --profile "$profile" 2>&1 |
+            sed -n "s/^ *Running \`\(.*--crate-name $1 .*\)\`\$/\1/p")"
+        # Without the incremental state the build just left, which would make it a no-op.
+        cmd="$(sed 's/ -C incremental=[^ ]*//' <<<"$cmd")"
+        [ -n "$cmd" ] || { echo "no rustc command for $1" >&2; exit 1; }
+        (cd "$dir" && eval "valgrind --tool=cachegrind --cache-sim=no \
+            --cachegrind-out-file=$work/$1.cg $cmd" >/dev/null 2>"$work/$1.valgrind") ||
+            { cat "$work/$1.valgrind" >&2; exit 1; }
+        awk '$1 == "summary:" { printf "%d\n", $2 / 1000000 }' "$work/$1.cg"
+    }
+    plain_count="$(instructions plain)"
+    annotated_count="$(instructions annotated)"
+    awk -v p="$plain_count" -v a="$annotated_count" -v fns="$fns" \
+        'BEGIN { printf "rustc instructions: plain %dM, #[d1_retry] %dM, added %dM: %.2fM per annotated method\n", p, a, a - p, (a - p) / fns }'
 fi

@@ -452,48 +452,76 @@ impl Finder<'_> {
         let turbofish = &call.turbofish;
         let dot = call.dot_token;
         let timed = self.names.timed.then(|| self.classify_timed(span));
-        // An awaited call without arguments, the commonest D1 call, is retried by a loop
-        // written here (see the runtime's `execution.rs`): each attempt is the call as
-        // written, and the site instantiates no closure.
-        let argless = awaited && timed.is_none() && call.args.is_empty();
+        // An awaited call is retried by a loop written here (see the runtime's
+        // `execution.rs`): each attempt is the call as written, and the site instantiates
+        // no closure.
+        let looped = awaited && timed.is_none();
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
+        let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
+        let now = Ident::new("__d1_retry_now", Span::mixed_site());
+        let kept_rest = Ident::new("__d1_retry_kept_rest", Span::mixed_site());
         let site = |receiver: &TokenStream| {
-            if argless {
+            if looped {
                 // Spanned at the method, so an error type the runtime cannot read is
-                // reported there. The `match` runs from the receiver to the method, as
-                // the call written with its `.await` would, for diagnostics about the
+                // reported there. The outer `match` runs from the receiver to the method,
+                // as the call written with its `.await` would, for diagnostics about the
                 // value (`?` on it).
                 let begin = quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site().begin(#call_ident, #access)
                 };
+                let attempt = quote_spanned! {span=>
+                    #execution.attempt(#receiver #dot #name #turbofish (#(#args),*)).await
+                };
                 // On a receiver that is not D1 the loop never turns (see `PlainExecution`).
-                let arms = quote_spanned! {span=>
-                    {
-                        #[allow(clippy::never_loop)]
-                        mut #execution => loop {
-                            match #execution.attempt(#receiver #dot #name #turbofish ()).await {
-                                ::core::ops::ControlFlow::Break(#result) => break #result,
-                                ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                let arms = if values.is_empty() {
+                    quote_spanned! {span=>
+                        {
+                            #[allow(clippy::never_loop)]
+                            mut #execution => loop {
+                                match #attempt {
+                                    ::core::ops::ControlFlow::Break(#result) => break #result,
+                                    ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    // The arguments are evaluated once, before the access (which may read
+                    // the SQL they hold); each attempt gets a clone, kept by the loop
+                    // until the next (`split`), and a plain call moves them.
+                    quote_spanned! {span=>
+                        {
+                            #[allow(unused_mut)]
+                            mut #kept => match #begin {
+                                #[allow(clippy::never_loop)]
+                                mut #execution => loop {
+                                    let (#now, #kept_rest) = #execution.split(#kept);
+                                    let (#(#args,)*) = #now;
+                                    match #attempt {
+                                        ::core::ops::ControlFlow::Break(#result) => break #result,
+                                        // Unreachable on a plain call: `again_with` is `!`.
+                                        #[allow(unreachable_code)]
+                                        ::core::ops::ControlFlow::Continue(#again) => {
+                                            #kept = #execution.again_with(#again, #kept_rest);
+                                        }
+                                    }
+                                }
                             }
                         }
                     }
                 };
-                quote_spanned!(whole=> match #begin #arms)
+                if values.is_empty() {
+                    quote_spanned!(whole=> match #begin #arms)
+                } else {
+                    quote_spanned!(whole=> match (#(#values,)*) #arms)
+                }
             } else if let Some(classify) = &timed {
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                         #classify
-                }
-            } else if awaited {
-                // One runtime call per site: the dispatch, the retry loop and the error's
-                // classification together. Awaited where it is made, the site's future is
-                // a plain struct (`Execute`), inlined into the loop in a release build.
-                quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver)).d1_site()
-                        .run_in(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                 }
             } else {
                 quote_spanned! {span=>
@@ -505,7 +533,7 @@ impl Finder<'_> {
         let receiver = strip_parens(&call.receiver);
         // The loop awaits each attempt itself.
         let await_site = |site: TokenStream| {
-            if awaited && !argless {
+            if awaited && !looped {
                 quote_spanned!(whole=> #site.await)
             } else {
                 site
@@ -591,11 +619,36 @@ impl Finder<'_> {
                 }
             }
         } else {
+            // The loop of `execution` (see there), each attempt awaiting a clone of the
+            // statement, kept by the loop; on a receiver that is not D1, the statement
+            // itself, once.
+            let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
+            let result = Ident::new("__d1_retry_result", Span::mixed_site());
+            let again = Ident::new("__d1_retry_again", Span::mixed_site());
+            let now = Ident::new("__d1_retry_now", Span::mixed_site());
+            let kept_rest = Ident::new("__d1_retry_kept_rest", Span::mixed_site());
             quote_spanned! {span=>
                 match #base {
-                    #recv => (&&#private::Receiver::of(&#recv)).d1_site()
-                        .run_awaited_in(#call_ident, #access, #recv)
-                        .await
+                    #[allow(unused_mut)]
+                    mut #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
+                        .begin(#call_ident, #access)
+                    {
+                        #[allow(clippy::never_loop)]
+                        mut #execution => loop {
+                            let (#now, #kept_rest) = #execution.split(#recv);
+                            match #execution
+                                .attempt(::core::future::IntoFuture::into_future(#now))
+                                .await
+                            {
+                                ::core::ops::ControlFlow::Break(#result) => break #result,
+                                // Unreachable on a plain call: `again_with` is `!`.
+                                #[allow(unreachable_code)]
+                                ::core::ops::ControlFlow::Continue(#again) => {
+                                    #recv = #execution.again_with(#again, #kept_rest);
+                                }
+                            }
+                        }
+                    }
                 }
             }
         };
@@ -604,7 +657,8 @@ impl Finder<'_> {
 
     /// `.classify_timed(..)`, for a function whose policy may have time limits: how the
     /// execution reads its error, and how it turns a `TimedOut` into that error. (Untimed
-    /// sites go through `Retrying::run_in` or `Retrying::run`, which classify on their own.)
+    /// sites go through `Execution::attempt` or `Retrying::run`, which classify on their
+    /// own.)
     fn classify_timed(&self, span: Span) -> TokenStream {
         let private = &self.names.private;
         let error = Ident::new("__d1_retry_error", Span::mixed_site());

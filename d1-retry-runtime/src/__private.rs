@@ -13,7 +13,6 @@ pub use crate::receiver::{
     ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText,
 };
 pub use crate::scope::{Scoped, nested, scoped};
-pub use crate::site::{Attempts, Execute, Site};
 pub use crate::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,
 };

@@ -53,7 +53,6 @@ mod read_only;
 mod receiver;
 mod retry;
 mod scope;
-mod site;
 mod sleep;
 mod timeout;
 

@@ -17,7 +17,6 @@ use std::sync::Arc;
 use crate::call::{Call, TimedCall, execute, execute_timed};
 use crate::decide::Access;
 use crate::failure::Failure;
-use crate::site::Execute;
 use crate::timeout::TimedOut;
 use crate::{Sleeper, is_read_only};
 
@@ -157,44 +156,6 @@ impl Retrying {
         execute(call, access, args, attempt, E::d1_failure)
     }
 
-    /// [`run`](Self::run) for a call awaited where it is made: the site's future is an
-    /// [`Execute`], a plain struct rather than a state machine.
-    #[inline(always)]
-    pub fn run_in<'c, S, A, F, Fut, T, E>(
-        self,
-        call: &'c Call<'c, S>,
-        args: A,
-        access: Access,
-        attempt: F,
-    ) -> Execute<'c, S, A, F, Fut, E>
-    where
-        S: Sleeper,
-        A: Clone,
-        F: FnMut(A) -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        E: ExecutionError,
-    {
-        Execute::new(call, access, args, attempt, E::d1_failure)
-    }
-
-    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone, as
-    /// an [`Execute`].
-    #[inline(always)]
-    pub fn run_awaited_in<'c, S, R, T, E>(
-        self,
-        call: &'c Call<'c, S>,
-        access: Access,
-        statement: R,
-    ) -> Execute<'c, S, (), impl FnMut(()) -> R::IntoFuture, R::IntoFuture, E>
-    where
-        S: Sleeper,
-        R: IntoFuture<Output = Result<T, E>> + Clone,
-        E: ExecutionError,
-    {
-        let attempt = move |()| statement.clone().into_future();
-        Execute::new(call, access, (), attempt, E::d1_failure)
-    }
-
     /// Makes `attempt(args)`, retried as `access` allows.
     #[inline(always)]
     pub fn execute<'c, K, A, F, Fut>(
@@ -297,29 +258,6 @@ impl Plain {
         attempt: impl FnOnce(A) -> R,
     ) -> R {
         attempt(args)
-    }
-
-    /// Makes `attempt(args)` once.
-    #[inline(always)]
-    pub fn run_in<S, A, R>(
-        self,
-        _call: &Call<'_, S>,
-        args: A,
-        _access: Access,
-        attempt: impl FnOnce(A) -> R,
-    ) -> R {
-        attempt(args)
-    }
-
-    /// Turns `value` into its future, as `.await` does.
-    #[inline(always)]
-    pub fn run_awaited_in<S, R: IntoFuture>(
-        self,
-        _call: &Call<'_, S>,
-        _access: Access,
-        value: R,
-    ) -> R::IntoFuture {
-        value.into_future()
     }
 
     /// Makes `attempt(args)` once.
