@@ -101,8 +101,16 @@ impl<'c, S: Sleeper> Execution<'c, S> {
     }
 
     /// Polls the wait after a failure: `None` if there is none, `Some(Ready)` once it is
-    /// over (the next attempt is then the next one counted).
+    /// over (the next attempt is then the next one counted). The check is inlined into
+    /// the site's future, so a call that succeeds at once pays a test and no call.
+    #[inline(always)]
     fn poll_wait(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
+        self.waiting.as_ref()?;
+        self.poll_waiting(cx)
+    }
+
+    /// [`poll_wait`](Self::poll_wait) once there is a wait: compiled once per sleeper.
+    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
         let wait = self.waiting.as_mut()?;
         if wait.as_mut().poll(cx).is_pending() {
             return Some(Poll::Pending);
