@@ -307,6 +307,8 @@ mod tests {
     ) -> impl FnMut() -> core::future::Ready<Result<u32, DbError>> + 'a {
         move || {
             let n = made.get();
+            // A loop that never stops making attempts fails here instead of hanging.
+            assert!(n < 10, "more attempts than any policy allows");
             made.set(n + 1);
             core::future::ready(match failures.get(n as usize) {
                 Some(message) => Err(DbError(message)),
@@ -350,6 +352,7 @@ mod tests {
         let made = Cell::new(0_u32);
         let (result, waited) = retried(Access::ReadOnly, 1, || {
             let n = made.get();
+            assert!(n < 10, "more attempts than any policy allows");
             made.set(n + 1);
             async move {
                 let local = [n; 4];
@@ -404,6 +407,10 @@ mod tests {
         let call = Call::with_sleeper(&policy, OperationName::Named("test"), &waits);
         let seen = core::cell::RefCell::new(Vec::new());
         let run = |name: String, n: u32| {
+            assert!(
+                seen.borrow().len() < 10,
+                "more attempts than any policy allows"
+            );
             seen.borrow_mut().push(name.clone());
             core::future::ready(if seen.borrow().len() < 3 {
                 Err(DbError(LOST))
