@@ -460,8 +460,6 @@ impl Finder<'_> {
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
-        let now = Ident::new("__d1_retry_now", Span::mixed_site());
-        let kept_rest = Ident::new("__d1_retry_kept_rest", Span::mixed_site());
         let site = |receiver: &TokenStream| {
             if looped {
                 // Spanned at the method, so an error type the runtime cannot read is
@@ -489,22 +487,26 @@ impl Finder<'_> {
                     }
                 } else {
                     // The arguments are evaluated once, before the access (which may read
-                    // the SQL they hold); each attempt gets a clone, kept by the loop
-                    // until the next (`split`), and a plain call moves them.
+                    // the SQL they hold); the loop keeps them, each attempt takes a clone
+                    // (`take`), and a plain call takes them once, as they are. Kept in
+                    // place rather than moved out and back each attempt: a value moved
+                    // around the loop's await costs rustc a drop flag and more state.
+                    let take = if args.len() == 1 {
+                        quote_spanned!(span=> let #(#args)* = #execution.take(&mut #kept);)
+                    } else {
+                        quote_spanned!(span=> let (#(#args,)*) = #execution.take(&mut #kept);)
+                    };
                     quote_spanned! {span=>
                         {
-                            #[allow(unused_mut)]
-                            mut #kept => match #begin {
+                            #kept => match #begin {
                                 #[allow(clippy::never_loop)]
-                                mut #execution => loop {
-                                    let (#now, #kept_rest) = #execution.split(#kept);
-                                    let (#(#args,)*) = #now;
-                                    match #attempt {
-                                        ::core::ops::ControlFlow::Break(#result) => break #result,
-                                        // Unreachable on a plain call: `again_with` is `!`.
-                                        #[allow(unreachable_code)]
-                                        ::core::ops::ControlFlow::Continue(#again) => {
-                                            #kept = #execution.again_with(#again, #kept_rest);
+                                mut #execution => {
+                                    let mut #kept = #execution.keep(#kept);
+                                    loop {
+                                        #take
+                                        match #attempt {
+                                            ::core::ops::ControlFlow::Break(#result) => break #result,
+                                            ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
                                         }
                                     }
                                 }
@@ -514,6 +516,8 @@ impl Finder<'_> {
                 };
                 if values.is_empty() {
                     quote_spanned!(whole=> match #begin #arms)
+                } else if values.len() == 1 {
+                    quote_spanned!(whole=> match #(#values)* #arms)
                 } else {
                     quote_spanned!(whole=> match (#(#values,)*) #arms)
                 }
@@ -625,26 +629,23 @@ impl Finder<'_> {
             let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
             let result = Ident::new("__d1_retry_result", Span::mixed_site());
             let again = Ident::new("__d1_retry_again", Span::mixed_site());
-            let now = Ident::new("__d1_retry_now", Span::mixed_site());
-            let kept_rest = Ident::new("__d1_retry_kept_rest", Span::mixed_site());
             quote_spanned! {span=>
                 match #base {
-                    #[allow(unused_mut)]
-                    mut #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
+                    #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
                         .begin(#call_ident, #access)
                     {
                         #[allow(clippy::never_loop)]
-                        mut #execution => loop {
-                            let (#now, #kept_rest) = #execution.split(#recv);
-                            match #execution
-                                .attempt(::core::future::IntoFuture::into_future(#now))
-                                .await
-                            {
-                                ::core::ops::ControlFlow::Break(#result) => break #result,
-                                // Unreachable on a plain call: `again_with` is `!`.
-                                #[allow(unreachable_code)]
-                                ::core::ops::ControlFlow::Continue(#again) => {
-                                    #recv = #execution.again_with(#again, #kept_rest);
+                        mut #execution => {
+                            let mut #recv = #execution.keep(#recv);
+                            loop {
+                                match #execution
+                                    .attempt(::core::future::IntoFuture::into_future(
+                                        #execution.take(&mut #recv),
+                                    ))
+                                    .await
+                                {
+                                    ::core::ops::ControlFlow::Break(#result) => break #result,
+                                    ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
                                 }
                             }
                         }
@@ -666,7 +667,7 @@ impl Finder<'_> {
         // Spanned at the method, so an error type the runtime cannot read is reported there.
         quote_spanned! {span=>
             .classify_timed(
-                |#error| (&&&#private::Probe(#error)).d1_retry_failure(),
+                |#error| (&&&#private::Probe::of(#error)).d1_retry_classifier()(#error),
                 |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
             )
         }

@@ -183,12 +183,33 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     let attempt = &names.attempt;
     let record = local("__d1_retry_record");
     let name = local("__d1_retry_operation");
-    let each_attempt = if parts.timed {
-        timed_attempt(parts)
-    } else {
-        untimed_attempt(parts)
-    };
     let driver = local("__d1_retry_driver");
+    let plan = local("__d1_retry_plan");
+    // What decides whether a failed attempt runs again. Under `read_only`, the record of
+    // the dynamic SQL the attempts ran, observed as it is prepared: one for the call, as
+    // no attempt follows one that ran a write.
+    let (record, plan_init) = if *read_only {
+        (
+            quote! {
+                let #record = #private::Attempt::new(#name);
+                let #attempt = &#record;
+            },
+            quote!(#private::Plan::ReadOnly(#attempt)),
+        )
+    } else {
+        (TokenStream::new(), quote!(#private::Plan::Idempotent))
+    };
+    // The function's error type's classifier, found once (not a closure per function).
+    // Spanned at the error type, so an error type the runtime cannot read is reported there.
+    let error_type = respan(parts.error_type, parts.error_span);
+    let classify = quote_spanned! {parts.error_span=>
+        (&&&#private::Probe::<#error_type>::NEW).d1_retry_classifier()
+    };
+    let each_attempt = if parts.timed {
+        timed_attempt(parts, &plan, &classify)
+    } else {
+        untimed_attempt(parts, &plan, &classify)
+    };
     quote! {
         #policy_check
         let #name = #operation;
@@ -197,10 +218,11 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
             #name,
             <#private::DefaultSleeper as ::core::default::Default>::default(),
         );
+        #record
+        let #plan = #plan_init;
+        #[allow(unused_imports)]
+        use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
         loop {
-            // What the attempt's dynamic SQL may do, observed as it is prepared.
-            let #record = #private::Attempt::new(#name, #read_only);
-            let #attempt = &#record;
             #each_attempt
         }
     }
@@ -214,37 +236,14 @@ fn local(name: &str) -> Ident {
 /// One turn of the loop without time limits: the wait before the attempt, if any, the
 /// attempt, and the decision after it are one runtime future (`Turn`), so the function
 /// holds one await point per attempt and no decision code of its own.
-fn untimed_attempt(parts: &WholeBody<'_>) -> TokenStream {
-    let WholeBody {
-        private,
-        names,
-        read_only,
-        attempt_body,
-        output,
-        error_span,
-        ..
-    } = parts;
-    let attempt = &names.attempt;
+fn untimed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) -> TokenStream {
+    let attempt_body = parts.attempt_body;
     let driver = local("__d1_retry_driver");
     let result = local("__d1_retry_result");
-    let error = local("__d1_retry_error");
-    let idempotent = !read_only;
-    // Spanned at the error type, so an error type the runtime cannot read is reported there.
-    let failure = quote_spanned! {*error_span=>
-        (&&&#private::Probe(#error)).d1_retry_failure()
-    };
     quote! {
-        #[allow(unused_imports)]
-        use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
-        let #result: ::core::option::Option<#output> = #driver
-            .turn(
-                #attempt_body,
-                #private::Plan { idempotent: #idempotent },
-                #attempt,
-                |#error| #failure,
-            )
-            .await;
-        if let ::core::option::Option::Some(#result) = #result {
+        if let ::core::option::Option::Some(#result) =
+            #driver.turn(#attempt_body, #plan, #classify).await
+        {
             return #result;
         }
     }
@@ -252,33 +251,22 @@ fn untimed_attempt(parts: &WholeBody<'_>) -> TokenStream {
 
 /// One turn of the loop with time limits: each attempt is raced against them, and a cut
 /// attempt fails as maybe executed.
-fn timed_attempt(parts: &WholeBody<'_>) -> TokenStream {
+fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) -> TokenStream {
     let WholeBody {
         private,
-        names,
         error_type,
-        read_only,
         attempt_body,
         output,
-        error_span,
         ..
     } = parts;
-    let attempt = &names.attempt;
     let driver = local("__d1_retry_driver");
-    let plan = local("__d1_retry_plan");
     let result = local("__d1_retry_result");
     let error = local("__d1_retry_error");
     let delay = local("__d1_retry_delay");
     let value = local("__d1_retry_value");
     let cut = local("__d1_retry_cut");
     let pinned = local("__d1_retry_pinned");
-    let idempotent = !read_only;
-    // Spanned at the error type, so an error type the runtime cannot read is reported there.
-    let failure = quote_spanned! {*error_span=>
-        (&&&#private::Probe(&#error)).d1_retry_failure()
-    };
     quote! {
-        let #plan = #private::Plan { idempotent: #idempotent };
         let mut #pinned = ::core::pin::pin!(#attempt_body);
         // The check at the option guarantees `From<TimedOut>` for the error type.
         let #result: #output = match #driver.attempt(#private::Scoped::new(#pinned.as_mut())).await {
@@ -286,7 +274,7 @@ fn timed_attempt(parts: &WholeBody<'_>) -> TokenStream {
             ::core::result::Result::Err(#cut) => {
                 let #delay = #driver.next_delay(
                     &#private::Failure::with_class(#private::FailureClass::MaybeExecuted, &#cut),
-                    #plan.access(#attempt),
+                    #plan.access(),
                 );
                 match #delay {
                     ::core::option::Option::Some(#delay) => {
@@ -313,8 +301,6 @@ fn timed_attempt(parts: &WholeBody<'_>) -> TokenStream {
         // The error lives in this block only, so it is dropped before the wait and an
         // error that is not `Send` never makes the future `!Send`.
         let #delay = {
-            #[allow(unused_imports)]
-            use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
             let #error = match #result {
                 ::core::result::Result::Ok(#value) => {
                     #driver.succeeded();
@@ -322,7 +308,7 @@ fn timed_attempt(parts: &WholeBody<'_>) -> TokenStream {
                 }
                 ::core::result::Result::Err(#error) => #error,
             };
-            match #driver.next_delay(&#failure, #plan.access(#attempt)) {
+            match #driver.next_delay(&(#classify)(&#error), #plan.access()) {
                 ::core::option::Option::Some(#delay) => #delay,
                 ::core::option::Option::None => return ::core::result::Result::Err(#error),
             }

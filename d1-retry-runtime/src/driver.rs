@@ -110,8 +110,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     pub fn turn<'t, F, T, E>(
         &'t mut self,
         attempt: F,
-        plan: Plan,
-        record: &'t Attempt<'a>,
+        plan: Plan<'t, 'a>,
         classify: for<'e> fn(&'e E) -> Failure<'e>,
     ) -> Turn<'t, 'a, S, F, E>
     where
@@ -120,7 +119,6 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         Turn {
             driver: self,
             plan,
-            record,
             classify,
             attempt,
         }
@@ -132,8 +130,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     fn after<T, E>(
         &mut self,
         result: Result<T, E>,
-        plan: Plan,
-        record: &Attempt<'_>,
+        plan: Plan<'_, '_>,
         classify: for<'e> fn(&'e E) -> Failure<'e>,
     ) -> Option<Result<T, E>> {
         match result {
@@ -141,7 +138,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
                 self.succeeded();
                 Some(Ok(value))
             }
-            Err(error) => match self.next_delay(&classify(&error), plan.access(record)) {
+            Err(error) => match self.next_delay(&classify(&error), plan.access()) {
                 Some(delay) => {
                     self.wait_before_next(delay);
                     None
@@ -163,8 +160,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
 #[must_use = "futures do nothing unless polled"]
 pub struct Turn<'t, 'a, S: Sleeper, F, E> {
     driver: &'t mut Driver<'a, S>,
-    plan: Plan,
-    record: &'t Attempt<'a>,
+    plan: Plan<'t, 'a>,
     classify: for<'e> fn(&'e E) -> Failure<'e>,
     /// Pinned with the `Turn` (see `poll`); the other fields are not.
     attempt: F,
@@ -195,10 +191,7 @@ where
                 Poll::Pending => return Poll::Pending,
             }
         };
-        Poll::Ready(
-            this.driver
-                .after(result, this.plan, this.record, this.classify),
-        )
+        Poll::Ready(this.driver.after(result, this.plan, this.classify))
     }
 }
 
@@ -217,57 +210,62 @@ fn wait_is_pending<S: Sleeper>(
     false
 }
 
-/// What the macro learned about a whole-body (`read_only` / `idempotent`) function.
+/// What the macro learned about a whole-body function: what decides whether an attempt
+/// that failed may run again.
 #[derive(Clone, Copy, Debug)]
-pub struct Plan {
-    /// `#[d1_retry(idempotent)]`.
-    pub idempotent: bool,
+pub enum Plan<'r, 'a> {
+    /// `#[d1_retry(idempotent)]`: the user vouched that the body may run again.
+    Idempotent,
+    /// `#[d1_retry(read_only)]`: the body may run again as long as the dynamic SQL its
+    /// attempts ran was read-only.
+    ReadOnly(&'r Attempt<'a>),
 }
 
-impl Plan {
-    /// The access of the attempt that just ran, given the dynamic SQL it observed.
-    pub fn access(&self, attempt: &Attempt<'_>) -> Access {
-        if self.idempotent {
-            Access::Idempotent
-        } else if attempt.dynamic_writes() == 0 {
-            Access::ReadOnly
-        } else {
-            Access::Unretryable
+impl Plan<'_, '_> {
+    /// The access of the attempt that just ran, given the dynamic SQL observed.
+    pub fn access(&self) -> Access {
+        match self {
+            Plan::Idempotent => Access::Idempotent,
+            Plan::ReadOnly(attempts) if attempts.dynamic_writes() == 0 => Access::ReadOnly,
+            Plan::ReadOnly(_) => Access::Unretryable,
         }
     }
 }
 
-/// Per-attempt record of the dynamic SQL the attempt ran.
+/// The dynamic SQL a `read_only` function's attempts ran, observed as it is passed to
+/// `prepare` or `exec`.
+///
+/// One record for all the attempts of a call, not one per attempt: an attempt that ran a
+/// statement that may write is never followed by another (its access is
+/// [`Unretryable`](Access::Unretryable)), so a count over all attempts decides exactly as
+/// a count of the last attempt would, and the function holds one record, made once.
 ///
 /// An atomic rather than a `Cell` so the user's future stays `Send` when it was.
+#[derive(Debug)]
 pub struct Attempt<'a> {
     operation: OperationName<'a>,
-    declared_read_only: bool,
     dynamic_writes: AtomicU32,
 }
 
 impl<'a> Attempt<'a> {
-    /// A fresh record for one attempt of `operation`.
-    pub const fn new(operation: OperationName<'a>, declared_read_only: bool) -> Self {
+    /// A fresh record for a call of `operation`, declared `read_only`.
+    pub const fn new(operation: OperationName<'a>) -> Self {
         Attempt {
             operation,
-            declared_read_only,
             dynamic_writes: AtomicU32::new(0),
         }
     }
 
     /// Scans dynamic SQL as it is passed to `prepare` or `exec`: text is judged, anything
-    /// else counts as a write.
+    /// else counts as a write (and is logged: the function was declared `read_only`).
     pub fn observe(&self, sql: Option<&str>) {
         if !sql.is_some_and(is_read_only) {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
-            if self.declared_read_only {
-                crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
-            }
+            crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
         }
     }
 
-    /// How many dynamic statements of this attempt may write.
+    /// How many dynamic statements that may write the attempts ran.
     pub fn dynamic_writes(&self) -> u32 {
         self.dynamic_writes.load(Ordering::Relaxed)
     }
@@ -294,12 +292,12 @@ mod tests {
             })
         };
         let classify: for<'e> fn(&'e DbError) -> Failure<'e> = |error| Failure::from_error(error);
-        let read = Plan { idempotent: false };
-        let record = Attempt::new(OperationName::Named("test"), false);
+        let record = Attempt::new(OperationName::Named("test"));
+        let read = Plan::ReadOnly(&record);
         let mut cx = Context::from_waker(core::task::Waker::noop());
 
         // No wait scheduled: the first turn polls the attempt at once, inside the scope.
-        let mut first = core::pin::pin!(driver.turn(attempt(Ok(1)), read, &record, classify));
+        let mut first = core::pin::pin!(driver.turn(attempt(Ok(1)), read, classify));
         assert!(matches!(
             first.as_mut().poll(&mut cx),
             Poll::Ready(Some(Ok(1)))
@@ -308,14 +306,14 @@ mod tests {
         assert!(!crate::scope::nested(), "the scope ends with the poll");
 
         // A read that may have run: retried; the turn schedules the wait and says so.
-        let mut failed = core::pin::pin!(driver.turn(attempt(Err(LOST)), read, &record, classify));
+        let mut failed = core::pin::pin!(driver.turn(attempt(Err(LOST)), read, classify));
         assert!(matches!(failed.as_mut().poll(&mut cx), Poll::Ready(None)));
         assert_eq!(polled_nested.take(), Some(true));
         assert_eq!(waits.0.borrow().len(), 1, "one wait scheduled");
         assert_eq!(driver.attempt, 2);
 
         // The scheduled wait comes first: the attempt is not polled until it is over.
-        let mut second = core::pin::pin!(driver.turn(attempt(Ok(2)), read, &record, classify));
+        let mut second = core::pin::pin!(driver.turn(attempt(Ok(2)), read, classify));
         assert!(second.as_mut().poll(&mut cx).is_pending());
         assert_eq!(polled_nested.take(), None, "not polled during the wait");
         assert!(matches!(
@@ -326,14 +324,40 @@ mod tests {
         assert!(driver.waiting.is_none(), "a wait is made once");
 
         // The same failure after dynamic SQL that may write: handed back, no wait.
-        let wrote = Attempt::new(OperationName::Named("test"), false);
+        let wrote = Attempt::new(OperationName::Named("test"));
         wrote.observe(Some("DELETE FROM users"));
-        let mut write = core::pin::pin!(driver.turn(attempt(Err(LOST)), read, &wrote, classify));
+        let write = Plan::ReadOnly(&wrote);
+        let mut write = core::pin::pin!(driver.turn(attempt(Err(LOST)), write, classify));
         assert!(matches!(
             write.as_mut().poll(&mut cx),
             Poll::Ready(Some(Err(DbError(LOST))))
         ));
         assert_eq!(waits.0.borrow().len(), 1, "no other wait");
+    }
+
+    #[test]
+    fn a_plan_retries_an_idempotent_body_always_and_a_read_only_one_until_it_wrote() {
+        assert_eq!(Plan::Idempotent.access(), Access::Idempotent);
+        let record = Attempt::new(OperationName::Named("test"));
+        let plan = Plan::ReadOnly(&record);
+        assert_eq!(plan.access(), Access::ReadOnly);
+        record.observe(Some("SELECT id FROM users WHERE id = ?1"));
+        assert_eq!(
+            plan.access(),
+            Access::ReadOnly,
+            "a read keeps the body retryable"
+        );
+        record.observe(Some("UPDATE users SET name = ?1"));
+        assert_eq!(plan.access(), Access::Unretryable);
+        record.observe(Some("SELECT 1"));
+        assert_eq!(
+            plan.access(),
+            Access::Unretryable,
+            "one record for the call: a write is never forgotten"
+        );
+        let unseen = Attempt::new(OperationName::Named("test"));
+        unseen.observe(None);
+        assert_eq!(Plan::ReadOnly(&unseen).access(), Access::Unretryable);
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! if a `Display` or `source()` changed in between).
 
 use core::fmt;
+use core::marker::PhantomData;
 use std::error::Error;
 
 use crate::FailureClass;
@@ -84,54 +85,91 @@ impl fmt::Debug for Failure<'_> {
     }
 }
 
-/// Autoref dispatch: the macro calls `(&&&Probe(&error)).d1_retry_failure()` and the most
-/// specific of these impls that the error type satisfies is picked at compile time. This is
-/// what lets `#[d1_retry]` accept `std::error::Error` types (read with their cause chain),
-/// `anyhow::Error`-like types (`AsRef<dyn Error>`), and plain `Display` types such as
-/// `String`, without a wrapper type forced on the user.
-pub struct Probe<'e, E: ?Sized>(pub &'e E);
+/// Autoref dispatch on the error type: the macro calls
+/// `(&&&Probe::<E>::NEW).d1_retry_classifier()` and the most specific of these impls that
+/// `E` satisfies is picked at compile time. This is what lets `#[d1_retry]` accept
+/// `std::error::Error` types (read with their cause chain), `anyhow::Error`-like types
+/// (`AsRef<dyn Error>`), and plain `Display` types such as `String`, without a wrapper type
+/// forced on the user.
+///
+/// The probe holds no error and returns a function rather than a verdict: the function is
+/// one per error type, shared by every annotated function that returns it, where a closure
+/// around the probe would be one more body per annotated function for rustc to check and
+/// compile.
+pub struct Probe<E: ?Sized>(PhantomData<fn(&E)>);
 
-/// Picked for `E: std::error::Error + 'static`.
-pub trait ViaError<'e> {
-    /// The classified failure.
-    fn d1_retry_failure(&self) -> Failure<'e>;
+impl<E: ?Sized> Probe<E> {
+    /// The probe for `E`, named by type.
+    pub const NEW: Self = Probe(PhantomData);
+
+    /// The probe for the type of `error`, where the type cannot be named.
+    #[inline(always)]
+    pub const fn of(_error: &E) -> Self {
+        Self::NEW
+    }
 }
 
-impl<'e, E: Error + 'static> ViaError<'e> for &&Probe<'e, E> {
-    fn d1_retry_failure(&self) -> Failure<'e> {
-        Failure::from_error(self.0)
+/// Picked for `E: std::error::Error + 'static`.
+pub trait ViaError<E: ?Sized> {
+    /// How an error of type `E` is classified.
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e>;
+}
+
+impl<E: Error + 'static> ViaError<E> for &&Probe<E> {
+    #[inline(always)]
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e> {
+        from_error
     }
+}
+
+fn from_error<E: Error + 'static>(error: &E) -> Failure<'_> {
+    Failure::from_error(error)
 }
 
 /// Picked for `E: AsRef<dyn Error + Send + Sync>`, such as `anyhow::Error` and boxed errors.
-pub trait ViaAsRefError<'e> {
-    /// The classified failure.
-    fn d1_retry_failure(&self) -> Failure<'e>;
+pub trait ViaAsRefError<E: ?Sized> {
+    /// How an error of type `E` is classified.
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e>;
 }
 
-impl<'e, E> ViaAsRefError<'e> for &Probe<'e, E>
+impl<E> ViaAsRefError<E> for &Probe<E>
 where
     E: AsRef<dyn Error + Send + Sync + 'static> + ?Sized,
 {
-    fn d1_retry_failure(&self) -> Failure<'e> {
-        let error: &'e (dyn Error + Send + Sync + 'static) = self.0.as_ref();
-        Failure::from_error(error)
+    #[inline(always)]
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e> {
+        from_as_ref_error
     }
+}
+
+fn from_as_ref_error<E>(error: &E) -> Failure<'_>
+where
+    E: AsRef<dyn Error + Send + Sync + 'static> + ?Sized,
+{
+    let error: &(dyn Error + Send + Sync + 'static) = error.as_ref();
+    Failure::from_error(error)
 }
 
 /// Picked for any other `E: Display`, classified by its text alone.
-pub trait ViaDisplay<'e> {
-    /// The classified failure.
-    fn d1_retry_failure(&self) -> Failure<'e>;
+pub trait ViaDisplay<E: ?Sized> {
+    /// How an error of type `E` is classified.
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e>;
 }
 
-impl<'e, E: fmt::Display> ViaDisplay<'e> for Probe<'e, E> {
-    fn d1_retry_failure(&self) -> Failure<'e> {
-        Failure::from_display(self.0)
+impl<E: fmt::Display> ViaDisplay<E> for Probe<E> {
+    #[inline(always)]
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e> {
+        from_display
     }
 }
 
+fn from_display<E: fmt::Display>(error: &E) -> Failure<'_> {
+    Failure::from_display(error)
+}
+
 #[cfg(test)]
+// The probe is called as the expansion calls it, whatever the error type: `&&&`.
+#[allow(clippy::needless_borrow)]
 mod tests {
     use super::*;
 
@@ -143,5 +181,58 @@ mod tests {
             format!("{failure:?}"),
             r#"Failure { class: MaybeExecuted, text: D1_ERROR: Network connection lost. }"#
         );
+    }
+
+    /// An error whose own text says nothing D1 knows, caused by a lost connection: only
+    /// a reading of its `source()` chain finds the lost connection.
+    #[derive(Debug)]
+    struct Loading(crate::fake::DbError);
+
+    impl fmt::Display for Loading {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("loading the user failed")
+        }
+    }
+
+    impl Error for Loading {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    fn loading() -> Loading {
+        Loading(crate::fake::DbError(crate::fake::LOST))
+    }
+
+    #[test]
+    fn the_probe_reads_an_error_type_with_its_chain() {
+        let error = loading();
+        let classify = (&&&Probe::<Loading>::NEW).d1_retry_classifier();
+        assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
+        // Read by its text alone, the same error would be permanent: the chain decided.
+        assert_eq!(
+            Failure::from_display(&error).class(),
+            FailureClass::Permanent
+        );
+        let classify = (&&&Probe::of(&error)).d1_retry_classifier();
+        assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
+    }
+
+    #[test]
+    fn the_probe_reads_a_boxed_error_through_as_ref_with_its_chain() {
+        type Boxed = Box<dyn Error + Send + Sync>;
+        let error: Boxed = Box::new(loading());
+        let classify = (&&&Probe::<Boxed>::NEW).d1_retry_classifier();
+        assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
+    }
+
+    #[test]
+    fn the_probe_reads_a_display_type_by_its_text() {
+        let classify = (&&&Probe::<String>::NEW).d1_retry_classifier();
+        let lost = crate::fake::LOST.to_owned();
+        assert_eq!(classify(&lost).class(), FailureClass::MaybeExecuted);
+        assert_eq!(format!("{}", classify(&lost)), crate::fake::LOST);
+        let other = "loading the user failed".to_owned();
+        assert_eq!(classify(&other).class(), FailureClass::Permanent);
     }
 }
