@@ -48,13 +48,14 @@ use crate::failure::Failure;
 use crate::receiver::{ExecutionError, Never, Plain, Retrying};
 
 /// What carries over between the attempts of one retried execution: the call's schedule,
-/// the access, the number of attempts made, and the wait after the last failure.
+/// the access and the number of attempts made. It has no destructor (the wait after a
+/// failure is [`Attempting`]'s): the caller holds it across its await, where a value with
+/// one costs rustc a drop flag and cleanup paths in every function (a read's expansion
+/// about a tenth more, counted).
 pub struct Execution<'c, S: Sleeper> {
     call: &'c Call<'c, S>,
     access: Access,
     attempts: u32,
-    /// On the heap (see `Call::wait`): only a failure pays for it.
-    waiting: Option<Pin<Box<S::Sleep>>>,
 }
 
 impl<'c, S: Sleeper> Execution<'c, S> {
@@ -70,6 +71,7 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         Attempting {
             execution: self,
             classify: E::d1_failure,
+            waiting: None,
             attempt,
         }
     }
@@ -91,36 +93,30 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         kept.clone()
     }
 
-    /// After a failed attempt: schedules the wait and returns `true` to retry, or `false`
-    /// to hand the caller the error.
-    fn failed(&mut self, failure: &Failure<'_>) -> bool {
-        match self.call.after_failure(failure, self.access, self.attempts) {
-            Some(delay) => {
-                self.waiting = Some(self.call.wait(delay));
-                true
-            }
-            None => false,
-        }
+    /// After a failed attempt: the wait before the next, or `None` to hand the caller the
+    /// error.
+    fn failed(&mut self, failure: &Failure<'_>) -> Option<Pin<Box<S::Sleep>>> {
+        let delay = self
+            .call
+            .after_failure(failure, self.access, self.attempts)?;
+        Some(self.call.wait(delay))
     }
 
-    /// Polls the wait after a failure: `None` if there is none, `Some(Ready)` once it is
-    /// over (the next attempt is then the next one counted). The check is inlined into
-    /// the site's future, so a call that succeeds at once pays a test and no call.
-    #[inline(always)]
-    fn poll_wait(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
-        self.waiting.as_ref()?;
-        self.poll_waiting(cx)
-    }
-
-    /// [`poll_wait`](Self::poll_wait) once there is a wait: compiled once per sleeper.
-    fn poll_waiting(&mut self, cx: &mut Context<'_>) -> Option<Poll<()>> {
-        let wait = self.waiting.as_mut()?;
-        if wait.as_mut().poll(cx).is_pending() {
-            return Some(Poll::Pending);
+    /// Polls the wait after a failure; once it is over, clears it and counts the next
+    /// attempt. Compiled once per sleeper.
+    fn poll_waiting(
+        &mut self,
+        waiting: &mut Option<Pin<Box<S::Sleep>>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        if let Some(wait) = waiting
+            && wait.as_mut().poll(cx).is_pending()
+        {
+            return Poll::Pending;
         }
-        self.waiting = None;
+        *waiting = None;
         self.attempts += 1;
-        Some(Poll::Ready(()))
+        Poll::Ready(())
     }
 }
 
@@ -130,6 +126,10 @@ impl<'c, S: Sleeper> Execution<'c, S> {
 pub struct Attempting<'e, 'c, S: Sleeper, Fut, E> {
     execution: &'e mut Execution<'c, S>,
     classify: for<'x> fn(&'x E) -> Failure<'x>,
+    /// The wait after a failure, on the heap (see `Call::wait`): only a failure pays for
+    /// it. Here rather than in the [`Execution`] the caller holds across its await: a
+    /// value with a destructor there costs rustc more in every function.
+    waiting: Option<Pin<Box<S::Sleep>>>,
     /// Pinned with the `Attempting` (see `poll`); the other fields are not.
     attempt: Fut,
 }
@@ -148,8 +148,11 @@ where
         let this = unsafe { self.get_unchecked_mut() };
         loop {
             // Once a wait is scheduled, the attempt has finished: it is never polled again.
-            if let Some(wait) = this.execution.poll_wait(cx) {
-                return wait.map(|()| ControlFlow::Continue(()));
+            if this.waiting.is_some() {
+                return this
+                    .execution
+                    .poll_waiting(&mut this.waiting, cx)
+                    .map(|()| ControlFlow::Continue(()));
             }
             // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
             let result = match unsafe { Pin::new_unchecked(&mut this.attempt) }.poll(cx) {
@@ -161,11 +164,10 @@ where
                     this.execution.call.succeeded();
                     return Poll::Ready(ControlFlow::Break(Ok(value)));
                 }
-                Err(error) => {
-                    if !this.execution.failed(&(this.classify)(&error)) {
-                        return Poll::Ready(ControlFlow::Break(Err(error)));
-                    }
-                }
+                Err(error) => match this.execution.failed(&(this.classify)(&error)) {
+                    Some(wait) => this.waiting = Some(wait),
+                    None => return Poll::Ready(ControlFlow::Break(Err(error))),
+                },
             }
         }
     }
@@ -234,7 +236,6 @@ impl Retrying {
             call,
             access,
             attempts: 1,
-            waiting: None,
         }
     }
 }
