@@ -238,6 +238,18 @@ async fn display_error_whole<E: Display + From<DbError>>(db: &FakeDb) -> Result<
     Ok(db.prepare("SELECT 1").run().await?)
 }
 
+/// Retried as a whole, the error type behind an alias: read through `AsRef<dyn Error>`.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn anyhow_error_whole(db: &FakeDb) -> anyhow::Result<u64> {
+    Ok(db.prepare("SELECT 1").run().await?)
+}
+
+/// Retried as a whole, an error type the body cannot name: read from the error value.
+#[d1_retry(idempotent, policy = NO_BUDGET)]
+async fn impl_error_whole(db: &FakeDb) -> Result<u64, impl std::error::Error> {
+    db.prepare("SELECT 1").run().await
+}
+
 /// Only `Display`, keeping D1's text: classified by it.
 #[derive(Debug, PartialEq)]
 struct Text(String);
@@ -304,6 +316,12 @@ async fn every_supported_error_type_is_classified() {
     assert_eq!(db.calls(), 1);
     let db = FakeDb::failing(&[NETWORK_LOST]);
     assert_eq!(display_error_whole::<Text>(&db).await, Ok(1));
+    assert_eq!(db.calls(), 2);
+    let db = FakeDb::failing(&[NETWORK_LOST]);
+    assert_eq!(anyhow_error_whole(&db).await.ok(), Some(1));
+    assert_eq!(db.calls(), 2);
+    let db = FakeDb::failing(&[NETWORK_LOST]);
+    assert_eq!(impl_error_whole(&db).await.ok(), Some(1));
     assert_eq!(db.calls(), 2);
 }
 

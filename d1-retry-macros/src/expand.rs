@@ -199,11 +199,20 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     } else {
         (TokenStream::new(), quote!(#private::Plan::Idempotent))
     };
-    // The function's error type's classifier, found once (not a closure per function).
+    // The function's error type's classifier, found once, by type: a function shared by
+    // every function with that error type, not a closure per function. An error type that
+    // cannot be named in the body (`impl Error`) is found from the error value instead.
     // Spanned at the error type, so an error type the runtime cannot read is reported there.
-    let error_type = respan(parts.error_type, parts.error_span);
-    let classify = quote_spanned! {parts.error_span=>
-        (&&&#private::Probe::<#error_type>::NEW).d1_retry_classifier()
+    let classify = if names_a_type(parts.error_type) {
+        let error_type = respan(parts.error_type, parts.error_span);
+        quote_spanned! {parts.error_span=>
+            (&&&#private::Probe::<#error_type>::NEW).d1_retry_classifier()
+        }
+    } else {
+        let error = local("__d1_retry_error");
+        quote_spanned! {parts.error_span=>
+            |#error| (&&&#private::Probe::of(#error)).d1_retry_classifier()(#error)
+        }
     };
     let each_attempt = if parts.timed {
         timed_attempt(parts, &plan, &classify)
@@ -226,6 +235,16 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
             #each_attempt
         }
     }
+}
+
+/// Whether `ty` can be written in the body as it is: no `impl Trait` in it, and no `_`
+/// where one was erased (see [`erase_impl_trait`]).
+fn names_a_type(ty: &TokenStream) -> bool {
+    ty.clone().into_iter().all(|tree| match tree {
+        proc_macro2::TokenTree::Ident(ident) => ident != "impl" && ident != "_",
+        proc_macro2::TokenTree::Group(group) => names_a_type(&group.stream()),
+        _ => true,
+    })
 }
 
 /// A local of the expansion, invisible to the user's code.
