@@ -33,7 +33,7 @@
 #        profile a size-minded Worker uses (lto = true, codegen-units = 1, strip = true,
 #        which also drops the function-names section) instead of the example's; the same
 #        profile on every side. TOP=20 also lists the 20 items of the wasm that changed
-#        most from plain to with (needs twiggy: cargo install twiggy).
+#        most from plain to with (needs twiggy, cargo install twiggy, and python3).
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -237,11 +237,36 @@ printf '%-44s %10s %10s\n' "d1-retry per annotated method" "$per_raw" "$per_gz"
 printf '%-44s %10s %10s\n' "d1-retry fixed (with - plain - $methods methods)" "$fixed_raw" "$fixed_gz"
 
 # TOP=N: the N items of the wasm that grew or shrank most from plain to with (twiggy, which
-# `cargo install twiggy` provides): where the added bytes are.
+# `cargo install twiggy` provides): where the added bytes are. Functions are summed by name
+# without the symbol hash, so that a function the two builds both have (a route handler)
+# is compared with itself rather than listed twice under two hashes, and the copies of one
+# function (one per codegen unit) count together; data segments count as one item.
 if [ -n "${TOP:-}" ]; then
     [[ "$TOP" =~ ^[1-9][0-9]*$ ]] || fail "TOP must be a positive number of items, not '$TOP'"
     twiggy="$(tool twiggy twiggy)"
+    command -v python3 >/dev/null || fail "TOP needs python3"
+    "$twiggy" top -n 1000000 -f csv "$plain/build/index_bg.wasm" >"$work/plain.csv"
+    "$twiggy" top -n 1000000 -f csv "$with/build/index_bg.wasm" >"$work/with.csv"
     echo
-    echo "the $TOP items that changed most, plain -> with (twiggy diff):"
-    "$twiggy" diff -n "$TOP" "$plain/build/index_bg.wasm" "$with/build/index_bg.wasm"
+    echo "the $TOP items that changed most, plain -> with (twiggy top, by name without hash):"
+    python3 - "$work/plain.csv" "$work/with.csv" "$TOP" <<'PY'
+import collections, csv, re, sys
+
+def sizes(path):
+    total = collections.Counter()
+    for row in csv.DictReader(open(path)):
+        name = re.sub(r"::h[0-9a-f]{16}(\[[0-9]+\])?$", "", row["Name"])
+        if name.startswith("data segment"):
+            name = "data segments"
+        total[name] += int(row["ShallowSize"])
+    return total
+
+plain, with_ = sizes(sys.argv[1]), sizes(sys.argv[2])
+rows = sorted(set(plain) | set(with_), key=lambda n: -abs(with_[n] - plain[n]))
+print(f"{'delta':>8} {'plain':>8} {'with':>8}  item")
+for name in rows[: int(sys.argv[3])]:
+    print(f"{with_[name] - plain[name]:+8d} {plain[name]:8d} {with_[name]:8d}  {name[:110]}")
+runtime = sum(v for n, v in with_.items() if "d1_retry_runtime" in n)
+print(f"functions of d1_retry_runtime in with: {runtime} bytes")
+PY
 fi

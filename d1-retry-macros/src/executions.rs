@@ -453,9 +453,10 @@ impl Finder<'_> {
         let dot = call.dot_token;
         let timed = self.names.timed.then(|| self.classify_timed(span));
         // An awaited call is retried by a loop written here (see the runtime's
-        // `execution.rs`): each attempt is the call as written, and the site instantiates
-        // no closure.
-        let looped = awaited && timed.is_none();
+        // `execution.rs`, and `timed_execution.rs` under time limits): each attempt is the
+        // call as written, and the site instantiates no closure.
+        let looped = awaited;
+        let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
@@ -467,10 +468,10 @@ impl Finder<'_> {
                 // as the call written with its `.await` would, for diagnostics about the
                 // value (`?` on it).
                 let begin = quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver)).d1_site().begin(#call_ident, #access)
+                    (&&#private::Receiver::of(&#receiver)).d1_site().#begin_method(#call_ident, #access)
                 };
                 let attempt = quote_spanned! {span=>
-                    #execution.attempt(#receiver #dot #name #turbofish (#(#args),*)).await
+                    #execution.#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
                 };
                 // On a receiver that is not D1 the loop never turns (see `PlainExecution`).
                 let arms = if values.is_empty() {
@@ -612,41 +613,30 @@ impl Finder<'_> {
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let span = base.span();
-        let body = if self.names.timed {
-            let classify = self.classify_timed(span);
-            quote_spanned! {span=>
-                match #base {
-                    #recv => (&&#private::Receiver::of(&#recv)).d1_site()
-                        .awaited(#call_ident, #access, #recv)
-                        #classify
-                        .await
-                }
-            }
-        } else {
-            // The loop of `execution` (see there), each attempt awaiting a clone of the
-            // statement, kept by the loop; on a receiver that is not D1, the statement
-            // itself, once.
-            let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
-            let result = Ident::new("__d1_retry_result", Span::mixed_site());
-            let again = Ident::new("__d1_retry_again", Span::mixed_site());
-            quote_spanned! {span=>
-                match #base {
-                    #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
-                        .begin(#call_ident, #access)
-                    {
-                        #[allow(clippy::never_loop)]
-                        mut #execution => {
-                            let mut #recv = #execution.keep(#recv);
-                            loop {
-                                match #execution
-                                    .attempt(::core::future::IntoFuture::into_future(
-                                        #execution.take(&mut #recv),
-                                    ))
-                                    .await
-                                {
-                                    ::core::ops::ControlFlow::Break(#result) => break #result,
-                                    ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
-                                }
+        // The loop of `execution` (see there), each attempt awaiting a clone of the
+        // statement, kept by the loop; on a receiver that is not D1, the statement itself,
+        // once.
+        let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
+        let result = Ident::new("__d1_retry_result", Span::mixed_site());
+        let again = Ident::new("__d1_retry_again", Span::mixed_site());
+        let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
+        let body = quote_spanned! {span=>
+            match #base {
+                #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
+                    .#begin_method(#call_ident, #access)
+                {
+                    #[allow(clippy::never_loop)]
+                    mut #execution => {
+                        let mut #recv = #execution.keep(#recv);
+                        loop {
+                            match #execution
+                                .#attempt_method(::core::future::IntoFuture::into_future(
+                                    #execution.take(&mut #recv),
+                                ) #timeouts)
+                                .await
+                            {
+                                ::core::ops::ControlFlow::Break(#result) => break #result,
+                                ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
                             }
                         }
                     }
@@ -656,10 +646,27 @@ impl Finder<'_> {
         Some(self.with_slot(body, &slot, statements.scans))
     }
 
-    /// `.classify_timed(..)`, for a function whose policy may have time limits: how the
-    /// execution reads its error, and how it turns a `TimedOut` into that error. (Untimed
-    /// sites go through `Execution::attempt` or `Retrying::run`, which classify on their
-    /// own.)
+    /// The loop's `begin` and `attempt` methods, and what `attempt` is given besides the
+    /// call: under time limits, how a `TimedOut` becomes the call's error type.
+    fn loop_methods(&self, span: Span) -> (Ident, Ident, Option<TokenStream>) {
+        if !self.names.timed {
+            let begin = Ident::new("begin", span);
+            return (begin, Ident::new("attempt", span), None);
+        }
+        let private = &self.names.private;
+        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
+        let timeouts = quote_spanned! {span=>
+            , |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout()
+        };
+        let begin = Ident::new("begin_timed", span);
+        (begin, Ident::new("attempt_timed", span), Some(timeouts))
+    }
+
+    /// `.classify_timed(..)`, for an execution not awaited where it is made (a future
+    /// stored, joined or returned) in a function whose policy may have time limits: how the
+    /// execution reads its error, and how it turns a `TimedOut` into that error. (Awaited
+    /// sites go through the loop, `Execution::attempt` or `TimedExecution::attempt_timed`,
+    /// and untimed stored ones through `Retrying::run`, which classify on their own.)
     fn classify_timed(&self, span: Span) -> TokenStream {
         let private = &self.names.private;
         let error = Ident::new("__d1_retry_error", Span::mixed_site());

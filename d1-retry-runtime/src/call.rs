@@ -11,6 +11,11 @@
 //! With time limits, each attempt is raced against a timer (the attempt timeout, or what
 //! is left of the call's deadline if that is sooner), and the deadline is measured from the
 //! start of the call on the sleeper's clock.
+//!
+//! An execution awaited where it is made is retried by a loop written at its call site
+//! (`execution.rs`, `timed_execution.rs`), which asks this schedule what to do after each
+//! failure. [`execute`] and [`execute_timed`] are the same retries for an execution that
+//! is not awaited there (a future stored, joined or returned), driven from one closure.
 
 use core::future::Future;
 use core::pin::Pin;
@@ -79,6 +84,11 @@ impl<'a, S: Sleeper> TimedCall<'a, S> {
     pub fn call(&self) -> &Call<'a, S> {
         &self.call
     }
+
+    /// The deadline's stopwatch, started with the call; `None` without a deadline.
+    pub(crate) fn started(&self) -> Option<Stopwatch> {
+        self.started
+    }
 }
 
 impl<'a, S: Sleeper> Call<'a, S> {
@@ -143,17 +153,9 @@ impl<'a, S: Sleeper> Call<'a, S> {
         }
     }
 
-    /// Called after an execution failed on its `attempt`-th attempt: `Some(delay)` to wait
-    /// and try again, `None` to hand the caller the error.
-    pub fn after_failure(
-        &self,
-        failure: &Failure<'_>,
-        access: Access,
-        attempt: u32,
-    ) -> Option<Duration> {
-        self.decide_after(failure, access, attempt, None, None, None)
-    }
-
+    /// After a failure on the `attempt`-th attempt: `Some(delay)` to wait and try again,
+    /// `None` to hand the caller the error. `cut`: the time limit that cut the attempt;
+    /// `started`: the deadline's stopwatch; `seed`: the jitter's, in tests.
     pub(crate) fn decide_after(
         &self,
         failure: &Failure<'_>,
@@ -325,14 +327,16 @@ where
 
 /// [`execute`] within the policy's time limits: each attempt is raced against the attempt
 /// timeout or what is left of the deadline, and a cut attempt fails as maybe executed;
-/// `timed_out` hands the caller the [`TimedOut`] as the call's error type.
+/// `timed_out` hands the caller the [`TimedOut`] as the call's error type. Without it (an
+/// error type that cannot receive a `TimedOut`) the limits are not applied, by this same
+/// function: one instantiation per call site, not one with limits and one without.
 pub async fn execute_timed<S, A, F, Fut, T, E, C>(
     timed: &TimedCall<'_, S>,
     access: Access,
     args: A,
     attempt: F,
     classify: C,
-    timed_out: fn(TimedOut) -> E,
+    timed_out: Option<fn(TimedOut) -> E>,
 ) -> Result<T, E>
 where
     S: Sleeper,
@@ -356,13 +360,16 @@ where
             site: &mut site,
             out: &mut out,
         };
-        let limits = Some(Limits {
+        let limits = timed_out.map(|_| Limits {
             started: timed.started,
             timer: timer.as_mut(),
         });
         match drive(&timed.call, limits, access, &mut state, &mut attempts, cx) {
-            Poll::Ready(None) => finished(out),
-            Poll::Ready(Some(cut)) => Poll::Ready(Err(convert(timed_out, cut))),
+            // Only an execution with limits is cut, and it has `timed_out`.
+            Poll::Ready(cut) => match (cut, timed_out) {
+                (Some(cut), Some(timed_out)) => Poll::Ready(Err(convert(timed_out, cut))),
+                _ => finished(out),
+            },
             Poll::Pending => Poll::Pending,
         }
     })
@@ -372,7 +379,7 @@ where
 /// `timed_out(cut)`, out of line: compiled once per error type rather than inlined into
 /// every call site.
 #[inline(never)]
-fn convert<E>(timed_out: fn(TimedOut) -> E, cut: TimedOut) -> E {
+pub(crate) fn convert<E>(timed_out: fn(TimedOut) -> E, cut: TimedOut) -> E {
     timed_out(cut)
 }
 
@@ -788,14 +795,6 @@ mod tests {
     #[cfg(feature = "tokio")]
     #[tokio::test(start_paused = true)]
     async fn an_attempt_cut_by_its_timeout_is_dropped_at_once_not_after_the_wait() {
-        // Dropping the cut attempt's future is what lets go of its request (a `JsFuture`
-        // in a Worker); it must not be kept through the wait before the retry.
-        struct Dropped<'a>(&'a Cell<u32>);
-        impl Drop for Dropped<'_> {
-            fn drop(&mut self) {
-                self.0.set(self.0.get() + 1);
-            }
-        }
         let policy = const {
             RetryPolicy::DEFAULT
                 .without_budget()
@@ -803,48 +802,17 @@ mod tests {
         };
         let timed = TimedCall::new(&policy, OperationName::Named("test"));
         let (made, dropped) = (Cell::new(0_u32), Cell::new(0_u32));
+        let mut make = crate::fake::hanging_first(&made, &dropped);
         let execution = execute_timed(
             &timed,
             Access::ReadOnly,
             (),
-            |()| {
-                made.set(made.get() + 1);
-                let first = made.get() == 1;
-                let dropped = &dropped;
-                async move {
-                    let _guard = Dropped(dropped);
-                    if first {
-                        core::future::pending::<()>().await;
-                    }
-                    Ok::<u32, DbError>(2)
-                }
-            },
+            |()| make(),
             |error: &DbError| Failure::from_error(error),
-            |_cut| DbError("timed out"),
+            Some(|_cut| DbError("timed out")),
         );
-        let mut execution = core::pin::pin!(execution);
-        let mut cx = Context::from_waker(core::task::Waker::noop());
-        assert!(execution.as_mut().poll(&mut cx).is_pending());
-        assert_eq!(
-            (made.get(), dropped.get()),
-            (1, 0),
-            "the first attempt runs"
-        );
-        // The timeout fires: the attempt is cut, and the read is retried after a wait.
-        tokio::time::advance(Duration::from_millis(100)).await;
-        assert!(execution.as_mut().poll(&mut cx).is_pending());
-        assert_eq!(made.get(), 1, "still waiting before the retry");
-        assert_eq!(
-            dropped.get(),
-            1,
-            "the cut attempt was dropped before the wait"
-        );
-        tokio::time::advance(Duration::from_secs(3)).await;
-        assert!(matches!(
-            execution.as_mut().poll(&mut cx),
-            Poll::Ready(Ok(2))
-        ));
-        assert_eq!((made.get(), dropped.get()), (2, 2));
+        let timeout = Duration::from_millis(100);
+        crate::fake::retried_after_its_cut(execution, timeout, &made, &dropped).await;
     }
 
     #[cfg(feature = "tokio")]
@@ -872,7 +840,7 @@ mod tests {
                 })
             },
             |error: &DbError| Failure::from_error(error),
-            |_cut| DbError("timed out"),
+            Some(|_cut| DbError("timed out")),
         )
         .await;
         assert_eq!(result.unwrap_err().0, "timed out");

@@ -41,11 +41,12 @@ use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-use crate::Sleeper;
 use crate::call::Call;
 use crate::decide::Access;
 use crate::failure::Failure;
 use crate::receiver::{ExecutionError, Never, Plain, Retrying};
+use crate::timeout::TimeLimit;
+use crate::{Sleeper, Stopwatch};
 
 /// What carries over between the attempts of one retried execution: the call's schedule,
 /// the access and the number of attempts made. It has no destructor (the wait after a
@@ -96,15 +97,30 @@ impl<'c, S: Sleeper> Execution<'c, S> {
     /// After a failed attempt: the wait before the next, or `None` to hand the caller the
     /// error.
     fn failed(&mut self, failure: &Failure<'_>) -> Option<Pin<Box<S::Sleep>>> {
-        let delay = self
-            .call
-            .after_failure(failure, self.access, self.attempts)?;
+        self.decide(failure, None, None)
+    }
+
+    /// The decision after a failure: the wait before the next attempt, or `None`. Under
+    /// time limits ([`TimedExecution`](crate::timed_execution::TimedExecution)), `cut` is
+    /// the limit that cut the attempt, and `started` the deadline's stopwatch.
+    pub(crate) fn decide(
+        &mut self,
+        failure: &Failure<'_>,
+        cut: Option<TimeLimit>,
+        started: Option<Stopwatch>,
+    ) -> Option<Pin<Box<S::Sleep>>> {
+        let delay =
+            self.call
+                .decide_after(failure, self.access, self.attempts, cut, started, None)?;
         Some(self.call.wait(delay))
     }
 
-    /// Polls the wait after a failure; once it is over, clears it and counts the next
-    /// attempt. Compiled once per sleeper.
-    fn poll_waiting(
+    /// The call's schedule.
+    pub(crate) fn call(&self) -> &'c Call<'c, S> {
+        self.call
+    }
+
+    pub(crate) fn poll_waiting(
         &mut self,
         waiting: &mut Option<Pin<Box<S::Sleep>>>,
         cx: &mut Context<'_>,

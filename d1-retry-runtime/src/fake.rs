@@ -58,3 +58,69 @@ impl Future for OncePending {
         }
     }
 }
+
+/// Counts its drops into the cell: an attempt that holds one shows when it is dropped.
+pub(crate) struct Dropped<'a>(pub(crate) &'a core::cell::Cell<u32>);
+
+impl Drop for Dropped<'_> {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+/// An attempt that holds a [`Dropped`] on `dropped`.
+pub(crate) type Guarded<'a> = Pin<Box<dyn Future<Output = Result<u32, DbError>> + 'a>>;
+
+/// Makes attempts, counted in `made`, each holding a [`Dropped`] on `dropped`: the first
+/// hangs, the others succeed with 2.
+pub(crate) fn hanging_first<'a>(
+    made: &'a core::cell::Cell<u32>,
+    dropped: &'a core::cell::Cell<u32>,
+) -> impl FnMut() -> Guarded<'a> {
+    move || {
+        made.set(made.get() + 1);
+        let first = made.get() == 1;
+        Box::pin(async move {
+            let _guard = Dropped(dropped);
+            if first {
+                core::future::pending::<()>().await;
+            }
+            Ok(2)
+        })
+    }
+}
+
+/// Drives `execution`, a read whose attempts come from [`hanging_first`] under an attempt
+/// timeout of `timeout`, on tokio's paused clock: the first attempt is cut and dropped at
+/// once, not kept through the wait (dropping it is what lets go of its request, a
+/// `JsFuture` in a Worker), and the second, made after the wait, succeeds.
+#[cfg(feature = "tokio")]
+pub(crate) async fn retried_after_its_cut(
+    execution: impl Future<Output = Result<u32, DbError>>,
+    timeout: Duration,
+    made: &core::cell::Cell<u32>,
+    dropped: &core::cell::Cell<u32>,
+) {
+    let mut execution = core::pin::pin!(execution);
+    let mut cx = Context::from_waker(core::task::Waker::noop());
+    assert!(execution.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(
+        (made.get(), dropped.get()),
+        (1, 0),
+        "the first attempt runs"
+    );
+    tokio::time::advance(timeout).await;
+    assert!(execution.as_mut().poll(&mut cx).is_pending());
+    assert_eq!(made.get(), 1, "still waiting before the retry");
+    assert_eq!(
+        dropped.get(),
+        1,
+        "the cut attempt was dropped before the wait"
+    );
+    tokio::time::advance(Duration::from_secs(3)).await;
+    assert!(matches!(
+        execution.as_mut().poll(&mut cx),
+        Poll::Ready(Ok(2))
+    ));
+    assert_eq!((made.get(), dropped.get()), (2, 2));
+}

@@ -54,6 +54,7 @@ mod receiver;
 mod retry;
 mod scope;
 mod sleep;
+mod timed_execution;
 mod timeout;
 
 #[doc(hidden)]

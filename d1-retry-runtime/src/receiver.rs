@@ -8,7 +8,7 @@
 //! carries the mark, [`Plain`] otherwise. `slice.first()`, `Iterator::all(f)` or a user's
 //! `Job::run()` go through [`Plain`], which makes the call exactly as written.
 
-use core::future::{Future, IntoFuture};
+use core::future::Future;
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::rc::Rc;
@@ -177,25 +177,6 @@ impl Retrying {
             attempt,
         }
     }
-
-    /// Awaits `statement` (a statement is `IntoFuture`), each retry awaiting a clone.
-    #[inline(always)]
-    pub fn awaited<'c, K, R>(
-        self,
-        call: &'c K,
-        access: Access,
-        statement: R,
-    ) -> Pending<'c, K, (), impl FnMut(()) -> R::IntoFuture>
-    where
-        R: IntoFuture + Clone,
-    {
-        Pending {
-            call,
-            access,
-            args: (),
-            attempt: move |()| statement.clone().into_future(),
-        }
-    }
 }
 
 impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
@@ -214,32 +195,14 @@ impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
         Fut: Future<Output = Result<T, E>>,
         C: for<'e> FnMut(&'e E) -> Failure<'e>,
     {
-        let timed_out = timeouts(PhantomData);
-        async move {
-            match timed_out {
-                Some(timed_out) => {
-                    execute_timed(
-                        self.call,
-                        self.access,
-                        self.args,
-                        self.attempt,
-                        classify,
-                        timed_out,
-                    )
-                    .await
-                }
-                None => {
-                    execute(
-                        self.call.call(),
-                        self.access,
-                        self.args,
-                        self.attempt,
-                        classify,
-                    )
-                    .await
-                }
-            }
-        }
+        execute_timed(
+            self.call,
+            self.access,
+            self.args,
+            self.attempt,
+            classify,
+            timeouts(PhantomData),
+        )
     }
 }
 
@@ -270,17 +233,6 @@ impl Plain {
         attempt: impl FnOnce(A) -> R,
     ) -> Unretried<R> {
         Unretried(attempt(args))
-    }
-
-    /// Turns `value` into its future, as `.await` does.
-    #[inline(always)]
-    pub fn awaited<K, R: IntoFuture>(
-        self,
-        _call: &K,
-        _access: Access,
-        value: R,
-    ) -> Unretried<R::IntoFuture> {
-        Unretried(value.into_future())
     }
 }
 

@@ -1,6 +1,7 @@
 //! `D1Retry`: `worker::D1Database` with every call retried, for code without `#[d1_retry]`.
 
 use core::future::{Future, IntoFuture};
+use core::ops::ControlFlow;
 use core::pin::Pin;
 use std::rc::Rc;
 
@@ -12,10 +13,10 @@ use worker::{
     D1SessionConstraint, Error, Result,
 };
 
-use crate::call::{TimedCall, execute_timed};
+use crate::call::TimedCall;
 use crate::decide::Access;
-use crate::failure::Failure;
 use crate::operation::OperationName;
+use crate::receiver::Retrying;
 use crate::timeout::TimedOut;
 use crate::worker::WorkerSleeper;
 use crate::{RetryPolicy, is_read_only};
@@ -433,14 +434,14 @@ where
 }
 
 /// Runs `attempt` as [`Retry::run_timed`](crate::Retry::run_timed) would, with the
-/// policy's time limits, through the retry loop `#[d1_retry]` executions share: that loop
-/// is compiled once, not once per method and result type, which keeps the wrapper's wasm
-/// small.
+/// policy's time limits, through the loop an awaited `#[d1_retry]` call site is rewritten
+/// into (`timed_execution.rs`): what is instantiated per method and result type is one
+/// small future, and the decisions are compiled once, which keeps the wrapper's wasm small.
 async fn retried<T, Fut>(
     policy: &RetryPolicy,
     operation: &str,
     read_only: bool,
-    attempt: impl FnMut(()) -> Fut,
+    mut attempt: impl FnMut(()) -> Fut,
 ) -> Result<T>
 where
     Fut: Future<Output = Result<T>>,
@@ -451,20 +452,14 @@ where
     } else {
         Access::Write
     };
-    execute_timed(
-        &timed,
-        access,
-        (),
-        attempt,
-        failure,
-        <Error as From<TimedOut>>::from,
-    )
-    .await
-}
-
-/// The failure of a `worker::Error`, as `Retry::run_timed` reads it.
-fn failure(error: &Error) -> Failure<'_> {
-    Failure::from_error(error)
+    let mut execution = Retrying.begin_timed(&timed, access);
+    loop {
+        let timed_out = |_| Some(<Error as From<TimedOut>>::from as fn(TimedOut) -> Error);
+        match execution.attempt_timed(attempt(()), timed_out).await {
+            ControlFlow::Break(result) => return result,
+            ControlFlow::Continue(again) => execution.again(again),
+        }
+    }
 }
 
 /// The longest `d1.operation` taken from SQL; a log field, not the query.
