@@ -95,6 +95,10 @@ pub(crate) struct Found {
     pub(crate) executions: Vec<Execution>,
     /// Every SQL text handed to `prepare` or `exec` in the body, judged.
     pub(crate) sql: Vec<Sql>,
+    /// A time-limited execution not awaited where it is made reads its error through the
+    /// `Probe` traits, which the function must then import (an import that is not needed
+    /// is one more candidate for every method call of the body to be checked against).
+    pub(crate) probes_errors: bool,
 }
 
 /// Finds the executions of `block` and, in per-call mode, rewrites them.
@@ -114,11 +118,13 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
         in_move_closure: false,
         in_return_position: false,
         next_slot: 0,
+        probes_errors: false,
     };
     finder.visit_body(block);
     Found {
         executions: finder.executions,
         sql: finder.all_sql,
+        probes_errors: finder.probes_errors,
     }
 }
 
@@ -179,6 +185,8 @@ struct Finder<'a> {
     /// Inside the function's returned value (its tail, a `return`, an `Ok(..)` of either).
     in_return_position: bool,
     next_slot: usize,
+    /// See [`Found::probes_errors`].
+    probes_errors: bool,
 }
 
 /// The statements an execution runs, and the dynamic SQL to scan on the way.
@@ -451,11 +459,12 @@ impl Finder<'_> {
         let name = &call.method;
         let turbofish = &call.turbofish;
         let dot = call.dot_token;
-        let timed = self.names.timed.then(|| self.classify_timed(span));
         // An awaited call is retried by a loop written here (see the runtime's
         // `execution.rs`, and `timed_execution.rs` under time limits): each attempt is the
         // call as written, and the site instantiates no closure.
         let looped = awaited;
+        let timed = (self.names.timed && !looped).then(|| self.classify_timed(span));
+        self.probes_errors |= timed.is_some();
         let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
         let result = Ident::new("__d1_retry_result", Span::mixed_site());

@@ -78,16 +78,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             let call_init = &names.call_init;
             // Only the traits the sites need: every trait in scope is one more candidate
             // for each method call of the body to be checked against.
-            let timed_traits = timed.then(|| {
-                quote! {
-                    ViaAsRefError as _, ViaDisplay as _, ViaError as _,
-                    ViaFromTimedOut as _, ViaNoTimedOut as _,
-                }
-            });
+            let timed_traits = timed.then(|| quote!(ViaFromTimedOut as _, ViaNoTimedOut as _,));
+            let probe_traits = found
+                .probes_errors
+                .then(|| quote!(ViaAsRefError as _, ViaDisplay as _, ViaError as _,));
             quote! {
                 #policy_check
                 #[allow(unused_imports)]
-                use #private::{ViaD1Receiver as _, ViaOtherReceiver as _, #timed_traits};
+                use #private::{ViaD1Receiver as _, ViaOtherReceiver as _, #timed_traits #probe_traits};
                 #time_limit_check
                 let #call = #call_init;
                 #(#stmts)*
