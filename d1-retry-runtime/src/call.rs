@@ -269,14 +269,19 @@ pub(crate) async fn race<F: Future, S: Sleeper>(
         return Err(timed_out());
     }
     let mut call = core::pin::pin!(call);
-    let mut timer = core::pin::pin!(sleeper.sleep(limit.timer));
+    // Made at the attempt's first pending poll, as every timer of an attempt is: a call
+    // ready at once makes none.
+    let mut timer = core::pin::pin!(None);
     core::future::poll_fn(|cx| {
         if let Poll::Ready(output) = call.as_mut().poll(cx) {
             return Poll::Ready(Ok(output));
         }
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(())),
-            Poll::Pending => Poll::Pending,
+        if timer.is_none() {
+            timer.set(Some(sleeper.sleep(limit.timer)));
+        }
+        match timer.as_mut().as_pin_mut().map(|timer| timer.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Err(())),
+            _ => Poll::Pending,
         }
     })
     .await
@@ -531,11 +536,9 @@ fn drive<S: Sleeper>(
                 None => None,
             };
             site.start();
-            if let (Some(limits), Some(limit)) = (&mut limits, state.limit) {
-                // A zero timer: the deadline has passed before the attempt, which is cut
-                // before it is polled, so D1 is not called at all.
-                let timer = (!limit.timer.is_zero()).then(|| call.sleeper.sleep(limit.timer));
-                limits.timer.set(timer);
+            // The last attempt's timer, if it failed before its timer fired.
+            if let Some(limits) = &mut limits {
+                limits.timer.set(None);
             }
         }
         let expired = match (&limits, state.limit) {
@@ -550,9 +553,18 @@ fn drive<S: Sleeper>(
             Poll::Ready(false) => None,
             Poll::Pending => match (&mut limits, state.limit) {
                 (Some(limits), Some(limit)) => {
-                    let fired = match limits.timer.as_mut().as_pin_mut() {
-                        Some(timer) => timer.poll(cx).is_ready(),
-                        None => true,
+                    // A limit already reached (the deadline passed before the attempt) cuts
+                    // the attempt before it is polled, so D1 is not called at all. Otherwise
+                    // the timer is made at the attempt's first pending poll: an attempt
+                    // ready at once makes none.
+                    let fired = limit.timer.is_zero() || {
+                        if limits.timer.is_none() {
+                            limits.timer.set(Some(call.sleeper.sleep(limit.timer)));
+                        }
+                        match limits.timer.as_mut().as_pin_mut() {
+                            Some(timer) => timer.poll(cx).is_ready(),
+                            None => false,
+                        }
                     };
                     if !fired {
                         return Poll::Pending;
@@ -790,6 +802,33 @@ mod tests {
         let spent = budget.tokens();
         call.succeeded();
         assert!(budget.tokens() > spent);
+    }
+
+    #[test]
+    fn the_timer_is_made_at_the_attempts_first_pending_poll_only() {
+        let waits = Waits::default();
+        let policy = RetryPolicy::DEFAULT
+            .without_budget()
+            .with_attempt_timeout(Duration::from_millis(100));
+        let timed = TimedCall::with_sleeper(&policy, OperationName::Named("test"), &waits);
+        let once = |pending_first| {
+            crate::fake::poll_to_end(execute_timed(
+                &timed,
+                Access::ReadOnly,
+                (),
+                |()| crate::fake::succeeding(3, pending_first),
+                |error: &DbError| Failure::from_error(error),
+                Some(|_cut| DbError("timed out")),
+            ))
+        };
+        assert_eq!(once(false).unwrap(), 3);
+        assert!(waits.0.borrow().is_empty(), "ready at once: no timer");
+        assert_eq!(once(true).unwrap(), 3);
+        assert_eq!(
+            *waits.0.borrow(),
+            [Duration::from_millis(100)],
+            "pending once: one timer"
+        );
     }
 
     #[cfg(feature = "tokio")]

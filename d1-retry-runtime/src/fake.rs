@@ -124,3 +124,24 @@ pub(crate) async fn retried_after_its_cut(
     ));
     assert_eq!((made.get(), dropped.get()), (2, 2));
 }
+
+/// Polls `future` with a no-op waker until it is ready; a test double's wait is pending
+/// once, so a few polls are enough, and a future still pending after 20 fails the test.
+pub(crate) fn poll_to_end<F: Future>(future: F) -> F::Output {
+    let mut future = core::pin::pin!(future);
+    let mut cx = Context::from_waker(core::task::Waker::noop());
+    for _ in 0..20 {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+    }
+    panic!("a future still pending after 20 polls");
+}
+
+/// An attempt that succeeds with `value`, at once or after one pending poll.
+pub(crate) async fn succeeding(value: u32, pending_first: bool) -> Result<u32, DbError> {
+    if pending_first {
+        OncePending::new().await;
+    }
+    Ok(value)
+}

@@ -216,6 +216,10 @@ impl RetryPolicy {
     /// [`MaybeExecuted`](crate::FailureClass::MaybeExecuted) with a [`TimedOut`](crate::TimedOut)
     /// error. A read-only statement is then retried; a write is not, since D1 may still run it:
     /// dropping the future does not cancel the query in D1.
+    ///
+    /// The timer starts once the call has handed its request over (its first poll that does
+    /// not complete it, microseconds after the attempt starts); a call that completes on its
+    /// first poll starts none.
     #[must_use]
     pub const fn with_attempt_timeout(mut self, timeout: Duration) -> Self {
         self.attempt_timeout_ms = limit_ms(timeout);
