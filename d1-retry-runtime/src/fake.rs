@@ -145,3 +145,23 @@ pub(crate) async fn succeeding(value: u32, pending_first: bool) -> Result<u32, D
     }
     Ok(value)
 }
+
+/// A policy whose attempts time out after 100 ms, without a budget.
+pub(crate) const TIMEOUT_100_MS: crate::RetryPolicy = crate::RetryPolicy::DEFAULT
+    .without_budget()
+    .with_attempt_timeout(Duration::from_millis(100));
+
+/// The rule of every attempt's timer, checked through `attempt(pending_first)`, which makes
+/// one attempt of [`succeeding`]`(3, pending_first)` under [`TIMEOUT_100_MS`] with `waits`
+/// as the sleeper and returns its value: an attempt ready at once makes no timer, one
+/// pending once makes one (at its first pending poll).
+pub(crate) fn timer_only_when_pending(waits: &Waits, mut attempt: impl FnMut(bool) -> Option<u32>) {
+    assert_eq!(attempt(false), Some(3));
+    assert!(waits.0.borrow().is_empty(), "ready at once: no timer");
+    assert_eq!(attempt(true), Some(3));
+    assert_eq!(
+        *waits.0.borrow(),
+        [Duration::from_millis(100)],
+        "pending once: one timer"
+    );
+}

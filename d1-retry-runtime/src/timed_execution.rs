@@ -530,20 +530,17 @@ mod tests {
     #[test]
     fn the_timer_is_made_at_the_attempts_first_pending_poll_only() {
         let waits = crate::fake::Waits::default();
-        let policy = RetryPolicy::DEFAULT
-            .without_budget()
-            .with_attempt_timeout(ms(100));
+        let policy = crate::fake::TIMEOUT_100_MS;
         let timed = TimedCall::with_sleeper(&policy, OperationName::Named("test"), &waits);
         let mut execution = Retrying.begin_timed(&timed, Access::ReadOnly);
-        let mut once = |pending_first| {
+        crate::fake::timer_only_when_pending(&waits, |pending_first| {
             let attempt = crate::fake::succeeding(3, pending_first);
             let timeouts = |_| Some(timed_out as fn(TimedOut) -> DbError);
-            crate::fake::poll_to_end(execution.attempt_timed(attempt, timeouts))
-        };
-        assert!(matches!(once(false), ControlFlow::Break(Ok(3))));
-        assert!(waits.0.borrow().is_empty(), "ready at once: no timer");
-        assert!(matches!(once(true), ControlFlow::Break(Ok(3))));
-        assert_eq!(*waits.0.borrow(), [ms(100)], "pending once: one timer");
+            match crate::fake::poll_to_end(execution.attempt_timed(attempt, timeouts)) {
+                ControlFlow::Break(Ok(value)) => Some(value),
+                _ => None,
+            }
+        });
     }
 
     #[test]
