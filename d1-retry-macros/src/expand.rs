@@ -42,7 +42,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let local = |name: &str| Ident::new(name, Span::mixed_site());
     let call = local("__d1_retry_call");
     let operation = operation_name(&function, &options, &private);
-    let policy = policy(&options, &krate);
+    let policy = policy(&options, &krate, &function.sig);
     // Time limits need a clock and a timer: only a function whose policy may have them
     // (time-limit options, or a `policy = PATH` the macro cannot read) pays for them.
     let timed = options.attempt_timeout_ms().is_some()
@@ -336,7 +336,25 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
 }
 
 /// The `RetryPolicy` expression the function runs with.
-fn policy(options: &Options, krate: &TokenStream) -> TokenStream {
+fn policy(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
+    let timed_options = options.attempt_timeout_ms().is_some() || options.deadline_ms().is_some();
+    if let Some(path) = options.policy()
+        && !timed_options
+        && nameable_outside(path, sig)
+    {
+        // Validated once, by `policy_check`'s `const _`, then borrowed as it is (a
+        // reference to a constant is promoted to a `'static`; a `static` is one): a
+        // second const block would be one more body per method for rustc to check and
+        // evaluate (BENCHMARKS.md section 4, seventh round).
+        return quote_spanned!(path.span()=> &#path);
+    }
+    let defaults = options.max_attempts().is_none()
+        && options.base_delay_ms().is_none()
+        && options.max_delay_ms().is_none();
+    if options.policy().is_none() && defaults && !timed_options {
+        // The default policy, borrowed as it is: no const block to check and evaluate.
+        return quote!(&#krate::__private::RetryPolicy::DEFAULT);
+    }
     let mut policy = if let Some(path) = options.policy() {
         // A const block, so an invalid policy constant is a compile error at `path`.
         let krate = respan(krate, path.span());
@@ -407,13 +425,9 @@ fn policy_check(options: &Options, krate: &TokenStream, sig: &syn::Signature) ->
         return TokenStream::new();
     }
     let krate = respan(krate, path.span());
-    // The same check as `checked_policy`, written out so that the error points at `path`
-    // rather than into the runtime.
+    // `checked_policy` is `#[track_caller]`, so its error points at `path`.
     quote_spanned! {path.span()=>
-        const _: () = match #krate::__private::RetryPolicy::validate(&#path) {
-            ::core::result::Result::Ok(()) => {}
-            ::core::result::Result::Err(error) => ::core::panic!("{}", error.message()),
-        };
+        const _: #krate::__private::RetryPolicy = #krate::__private::checked_policy(#path);
     }
 }
 

@@ -34,7 +34,9 @@ impl<T, E> IsResult for Result<T, E> {
 }
 
 /// Validates a policy given as `#[d1_retry(policy = PATH)]`; the macro calls it in a
-/// `const` block, so an invalid constant policy is a compile error with this message.
+/// `const` block, so an invalid constant policy is a compile error with this message;
+/// `#[track_caller]` puts that error at the macro's call, spanned at the user's path.
+#[track_caller]
 pub const fn checked_policy(policy: RetryPolicy) -> RetryPolicy {
     match policy.validate() {
         Ok(()) => policy,

@@ -1,0 +1,39 @@
+//! `policy = PATH` in each shape the expansion treats apart: a constant or a `static`
+//! nameable outside the body (validated by a `const _` item, then borrowed as it is), and
+//! `Self::POLICY`, which only the body can name (validated in a const block there).
+#![deny(warnings)]
+use d1_retry::{RetryPolicy, d1_retry};
+
+#[path = "../support/db.rs"]
+mod db;
+use db::{Db, DbError};
+
+const CONSTANT: RetryPolicy = RetryPolicy::DEFAULT.with_max_attempts(3);
+static STATIC: RetryPolicy = RetryPolicy::DEFAULT;
+
+#[d1_retry(policy = CONSTANT)]
+async fn constant(db: &Db) -> Result<Option<i64>, DbError> {
+    db.prepare("SELECT 1").first().await
+}
+
+#[d1_retry(policy = STATIC)]
+async fn from_static(db: &Db) -> Result<Option<i64>, DbError> {
+    db.prepare("SELECT 1").first().await
+}
+
+struct Repo {
+    db: Db,
+}
+
+impl Repo {
+    const POLICY: RetryPolicy = RetryPolicy::DEFAULT.with_max_attempts(2);
+
+    #[d1_retry(policy = Self::POLICY)]
+    async fn associated(&self) -> Result<Option<i64>, DbError> {
+        self.db.prepare("SELECT 1").first().await
+    }
+}
+
+fn main() {
+    let _ = (constant, from_static, Repo::associated);
+}
