@@ -56,7 +56,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let names = Names {
         private: private.clone(),
         call: call.clone(),
-        call_init: quote!(&#private::#schedule::new(#policy, #operation)),
+        // The name is a constant (see `OperationName`), borrowed as a `'static`.
+        call_init: quote!(&#private::#schedule::new(#policy, &#operation)),
         attempt: local("__d1_retry_attempt"),
         timed,
     };
@@ -189,7 +190,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     let (record, plan_init) = if *read_only {
         (
             quote! {
-                let #record = #private::Attempt::new(#name);
+                let #record = #private::Attempt::new(*#name);
                 let #attempt = &#record;
             },
             quote!(#private::Plan::ReadOnly(#attempt)),
@@ -219,7 +220,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     };
     quote! {
         #policy_check
-        let #name = #operation;
+        let #name = &#operation;
         let mut #driver = #private::Driver::new(
             #policy,
             #name,
@@ -533,7 +534,7 @@ fn operation_name(function: &Checked, options: &Options, private: &TokenStream) 
         // on the happy path.
         quote! {
             #private::OperationName::Method {
-                type_name: ::core::any::type_name::<Self>(),
+                type_name: ::core::any::type_name::<Self>,
                 method: #fn_name,
             }
         }

@@ -38,7 +38,10 @@ pub struct Call<'a, S = crate::DefaultSleeper> {
     /// Borrowed, not copied: the attribute's policies are constants (promoted to
     /// `'static`), and a reference keeps every call's future 64 bytes smaller.
     policy: &'a RetryPolicy,
-    operation: OperationName<'a>,
+    /// Borrowed too: the expansion's names are constants, and a call's future that held
+    /// the name (32 bytes) would pass the 128 bytes a move copies inline on x86-64; over
+    /// them, every move of the future is a call to `memmove` (BENCHMARKS.md, section 1).
+    operation: &'a OperationName<'a>,
     retries: AtomicU32,
     sleeper: S,
 }
@@ -56,7 +59,7 @@ pub struct TimedCall<'a, S = crate::DefaultSleeper> {
 impl<'a> Call<'a> {
     /// A call about to make its first execution, waiting through the
     /// [`DefaultSleeper`](crate::DefaultSleeper).
-    pub fn new(policy: &'a RetryPolicy, operation: OperationName<'a>) -> Self {
+    pub fn new(policy: &'a RetryPolicy, operation: &'a OperationName<'a>) -> Self {
         Call::with_sleeper(policy, operation, crate::DefaultSleeper::default())
     }
 }
@@ -65,14 +68,18 @@ impl<'a> Call<'a> {
 impl<'a> TimedCall<'a> {
     /// A call within its policy's time limits, waiting through the
     /// [`DefaultSleeper`](crate::DefaultSleeper).
-    pub fn new(policy: &'a RetryPolicy, operation: OperationName<'a>) -> Self {
+    pub fn new(policy: &'a RetryPolicy, operation: &'a OperationName<'a>) -> Self {
         TimedCall::with_sleeper(policy, operation, crate::DefaultSleeper::default())
     }
 }
 
 impl<'a, S: Sleeper> TimedCall<'a, S> {
     /// A call within its policy's time limits, waiting through `sleeper`.
-    pub fn with_sleeper(policy: &'a RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
+    pub fn with_sleeper(
+        policy: &'a RetryPolicy,
+        operation: &'a OperationName<'a>,
+        sleeper: S,
+    ) -> Self {
         let call = Call::with_sleeper(policy, operation, sleeper);
         TimedCall {
             started: call.start_deadline(),
@@ -95,7 +102,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
     /// A call that waits through `sleeper`.
     pub const fn with_sleeper(
         policy: &'a RetryPolicy,
-        operation: OperationName<'a>,
+        operation: &'a OperationName<'a>,
         sleeper: S,
     ) -> Self {
         Call {
@@ -119,7 +126,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
     }
 
     pub(crate) fn operation(&self) -> OperationName<'a> {
-        self.operation
+        *self.operation
     }
 
     /// The retries this call has made so far, all executions together.
@@ -166,7 +173,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         seed: Option<u64>,
     ) -> Option<Duration> {
         if let Err(invalid) = self.policy.validate() {
-            log::invalid_policy(self.operation, invalid);
+            log::invalid_policy(*self.operation, invalid);
             return None;
         }
         let class = failure.class();
@@ -174,7 +181,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         let budget_exhausted = spend_token(self.policy, class, nested);
         let max_attempts = self.policy.max_attempts();
         let event = log::Event {
-            operation: self.operation,
+            operation: *self.operation,
             read_only: access.is_read_only(),
             attempt,
             max_attempts,
@@ -588,7 +595,7 @@ fn drive<S: Sleeper>(
                 (delay, None)
             }
             Some(limit) => {
-                let cut = TimedOut::new(limit.limit, limit.reported, call.operation);
+                let cut = TimedOut::new(limit.limit, limit.reported, *call.operation);
                 let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
                 let limit = Some(limit.limit);
                 let delay =
@@ -615,7 +622,7 @@ mod tests {
     fn call(waits: &Waits) -> Call<'static, &Waits> {
         Call::with_sleeper(
             &const { RetryPolicy::DEFAULT.without_budget() },
-            OperationName::Named("test"),
+            &OperationName::Named("test"),
             waits,
         )
     }
@@ -734,7 +741,7 @@ mod tests {
             .without_budget()
             .with_attempt_timeout(Duration::from_millis(2000))
             .with_deadline(Duration::from_millis(300));
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         let call = timed.call();
         assert!(timed.started.is_some(), "a deadline starts the stopwatch");
         // The deadline (300 ms) is sooner than the attempt timeout (2 s): it is the timer.
@@ -767,7 +774,7 @@ mod tests {
                 .is_some()
         );
         // An attempt cut by the deadline is never retried.
-        let fresh = TimedCall::new(&policy, OperationName::Named("test"));
+        let fresh = TimedCall::new(&policy, &OperationName::Named("test"));
         let cut = fresh.call().decide_after(
             &failure,
             read,
@@ -780,14 +787,14 @@ mod tests {
 
         // The attempt timeout is the timer when it is the sooner one; no deadline, no clock.
         let short = RetryPolicy::DEFAULT.with_attempt_timeout(Duration::from_millis(50));
-        let untimed_clock = TimedCall::new(&short, OperationName::Named("test"));
+        let untimed_clock = TimedCall::new(&short, &OperationName::Named("test"));
         assert!(untimed_clock.started.is_none());
         let limit = untimed_clock.call().attempt_limit(None).unwrap();
         assert_eq!(
             (limit.limit, limit.timer),
             (TimeLimit::Attempt, Duration::from_millis(50))
         );
-        let none = TimedCall::new(&RetryPolicy::DEFAULT, OperationName::Named("test"));
+        let none = TimedCall::new(&RetryPolicy::DEFAULT, &OperationName::Named("test"));
         assert!(none.call().attempt_limit(None).is_none());
     }
 
@@ -797,7 +804,7 @@ mod tests {
         let budget = crate::RetryBudget::new(&TOKENS).with_max_tokens(10);
         let waits = Waits::default();
         let policy = RetryPolicy::DEFAULT.with_budget(budget);
-        let call = Call::with_sleeper(&policy, OperationName::Named("test"), &waits);
+        let call = Call::with_sleeper(&policy, &OperationName::Named("test"), &waits);
         assert!(budget.record_failure());
         let spent = budget.tokens();
         call.succeeded();
@@ -808,7 +815,7 @@ mod tests {
     fn the_timer_is_made_at_the_attempts_first_pending_poll_only() {
         let waits = Waits::default();
         let policy = crate::fake::TIMEOUT_100_MS;
-        let timed = TimedCall::with_sleeper(&policy, OperationName::Named("test"), &waits);
+        let timed = TimedCall::with_sleeper(&policy, &OperationName::Named("test"), &waits);
         crate::fake::timer_only_when_pending(&waits, |pending_first| {
             crate::fake::poll_to_end(execute_timed(
                 &timed,
@@ -830,7 +837,7 @@ mod tests {
                 .without_budget()
                 .with_attempt_timeout(Duration::from_millis(100))
         };
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         let (made, dropped) = (Cell::new(0_u32), Cell::new(0_u32));
         let mut make = crate::fake::hanging_first(&made, &dropped);
         let execution = execute_timed(
@@ -855,7 +862,7 @@ mod tests {
                 .without_budget()
                 .with_deadline(Duration::from_millis(300))
         };
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         tokio::time::advance(Duration::from_millis(400)).await;
         let (made, polled) = (Cell::new(0), Cell::new(0));
         let result = execute_timed(

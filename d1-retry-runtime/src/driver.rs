@@ -36,7 +36,7 @@ pub struct Driver<'a, S: Sleeper> {
 
 impl<'a, S: Sleeper> Driver<'a, S> {
     /// A driver about to make its first attempt.
-    pub fn new(policy: &'a RetryPolicy, operation: OperationName<'a>, sleeper: S) -> Self {
+    pub fn new(policy: &'a RetryPolicy, operation: &'a OperationName<'a>, sleeper: S) -> Self {
         let call = Call::with_sleeper(policy, operation, sleeper);
         Driver {
             started: call.start_deadline(),
@@ -281,7 +281,7 @@ mod tests {
     fn the_timer_is_made_at_the_attempts_first_pending_poll_only() {
         let waits = Waits::default();
         let policy = crate::fake::TIMEOUT_100_MS;
-        let mut driver = Driver::new(&policy, OperationName::Named("test"), &waits);
+        let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
         crate::fake::timer_only_when_pending(&waits, |pending_first| {
             let attempt = crate::fake::succeeding(3, pending_first);
             match crate::fake::poll_to_end(driver.attempt(attempt)) {
@@ -296,7 +296,7 @@ mod tests {
         use crate::fake::{DbError, LOST};
         let waits = Waits::default();
         let policy = RetryPolicy::DEFAULT.without_budget();
-        let mut driver = Driver::new(&policy, OperationName::Named("test"), &waits);
+        let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
         let polled_nested = Cell::new(None);
         let attempt = |result: Result<u32, &'static str>| {
             let polled_nested = &polled_nested;
@@ -381,7 +381,7 @@ mod tests {
         let budget = crate::RetryBudget::new(&TOKENS).with_max_tokens(10);
         let policy = RetryPolicy::DEFAULT.with_budget(budget);
         let waits = Waits::default();
-        let mut driver = Driver::new(&policy, OperationName::Named("test"), &waits);
+        let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
         let error = DbError(LOST);
         let failure = Failure::from_error(&error);
         let first = driver.next_delay(&failure, Access::ReadOnly).unwrap();

@@ -37,6 +37,7 @@
 //! [`PlainExecution::take`], which takes them out of the `Option` that kept them.
 
 use core::future::{Future, IntoFuture};
+use core::marker::PhantomData;
 use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
@@ -71,7 +72,7 @@ impl<'c, S: Sleeper> Execution<'c, S> {
     {
         Attempting {
             execution: self,
-            classify: E::d1_failure,
+            error: PhantomData,
             waiting: None,
             attempt,
         }
@@ -141,7 +142,10 @@ impl<'c, S: Sleeper> Execution<'c, S> {
 #[must_use = "futures do nothing unless polled"]
 pub struct Attempting<'e, 'c, S: Sleeper, Fut, E> {
     execution: &'e mut Execution<'c, S>,
-    classify: for<'x> fn(&'x E) -> Failure<'x>,
+    /// The error type, whose classifier (`E::d1_failure`) reads a failure: named by the
+    /// type rather than held as a function pointer, which would make every call's future
+    /// 8 bytes larger (see `Call::operation` for why they count).
+    error: PhantomData<fn() -> E>,
     /// The wait after a failure, on the heap (see `Call::wait`): only a failure pays for
     /// it. Here rather than in the [`Execution`] the caller holds across its await: a
     /// value with a destructor there costs rustc more in every function.
@@ -154,6 +158,7 @@ impl<S, Fut, T, E> Future for Attempting<'_, '_, S, Fut, E>
 where
     S: Sleeper,
     Fut: Future<Output = Result<T, E>>,
+    E: ExecutionError,
 {
     type Output = ControlFlow<Result<T, E>>;
 
@@ -180,7 +185,7 @@ where
                     this.execution.call.succeeded();
                     return Poll::Ready(ControlFlow::Break(Ok(value)));
                 }
-                Err(error) => match this.execution.failed(&(this.classify)(&error)) {
+                Err(error) => match this.execution.failed(&E::d1_failure(&error)) {
                     Some(wait) => this.waiting = Some(wait),
                     None => return Poll::Ready(ControlFlow::Break(Err(error))),
                 },
@@ -298,7 +303,7 @@ mod tests {
     {
         let waits = Waits::default();
         let policy = RetryPolicy::DEFAULT.without_budget();
-        let call = Call::with_sleeper(&policy, OperationName::Named("test"), &waits);
+        let call = Call::with_sleeper(&policy, &OperationName::Named("test"), &waits);
         let (result, pending) = finish(async {
             let mut execution = Retrying.begin(&call, access);
             let result = loop {
@@ -402,7 +407,7 @@ mod tests {
             budget.record_failure();
             let spent = budget.tokens();
             let waits = Waits::default();
-            let call = Call::with_sleeper(&policy, OperationName::Named("test"), &waits);
+            let call = Call::with_sleeper(&policy, &OperationName::Named("test"), &waits);
             let made = Cell::new(0);
             let mut make = failing(&made, failures);
             let (result, _) = finish(async {
@@ -429,7 +434,7 @@ mod tests {
         // for each attempt.
         let waits = Waits::default();
         let policy = RetryPolicy::DEFAULT.without_budget();
-        let call = Call::with_sleeper(&policy, OperationName::Named("test"), &waits);
+        let call = Call::with_sleeper(&policy, &OperationName::Named("test"), &waits);
         let seen = core::cell::RefCell::new(Vec::new());
         let run = |name: String, n: u32| {
             assert!(
@@ -471,7 +476,7 @@ mod tests {
             }
         }
         let policy = RetryPolicy::DEFAULT;
-        let call = Call::new(&policy, OperationName::Named("test"));
+        let call = Call::new(&policy, &OperationName::Named("test"));
         let job = Job;
         let (value, pending) = finish(async {
             let kept = NotClone(5);
@@ -498,7 +503,7 @@ mod tests {
             }
         }
         let policy = RetryPolicy::DEFAULT;
-        let call = Call::new(&policy, OperationName::Named("test"));
+        let call = Call::new(&policy, &OperationName::Named("test"));
         let job = Job(3);
         let (value, pending) = finish(async {
             let mut execution = Plain.begin(&call, Access::Write);

@@ -182,7 +182,7 @@ mod tests {
         let failure = Failure::with_class(FailureClass::MaybeExecuted, &text);
         let event = |attempt, budget_exhausted| Event {
             operation: OperationName::Method {
-                type_name: "app::repo::UserRepo<app::Db>",
+                type_name: || "app::repo::UserRepo<app::Db>",
                 method: "find",
             },
             read_only: true,

@@ -4,16 +4,20 @@ use core::fmt;
 
 /// What a retried call is called in the logs.
 ///
-/// A method's default name, `Type::method`, is kept as its two `&'static str` parts and
-/// joined only when a line is written: the happy path never builds it.
+/// A method's default name, `Type::method`, is kept as its two parts and joined only when a
+/// line is written: the happy path never builds it. The type's part is the function that
+/// names it (`core::any::type_name::<Self>`), not the name: a function pointer is a
+/// constant, so the whole `OperationName` is one, which the expansion borrows as a
+/// `'static` instead of keeping it in every call's future.
 #[derive(Clone, Copy, Debug)]
 pub enum OperationName<'a> {
     /// A name given in full (`name = "..."`, a free function, `Retry::new`).
     Named(&'a str),
-    /// A method: the full `core::any::type_name::<Self>()` and the method's name.
+    /// A method: the function naming its type, `core::any::type_name::<Self>`, and the
+    /// method's name.
     Method {
-        /// `app::repo::UserRepo<app::Db>`; only its last path segment is logged.
-        type_name: &'static str,
+        /// Returns `app::repo::UserRepo<app::Db>`; only its last path segment is logged.
+        type_name: fn() -> &'static str,
         /// `find`.
         method: &'static str,
     },
@@ -24,7 +28,7 @@ impl fmt::Display for OperationName<'_> {
         match *self {
             OperationName::Named(name) => f.write_str(name),
             OperationName::Method { type_name, method } => {
-                let short = short_type_name(type_name);
+                let short = short_type_name(type_name());
                 if !short.is_empty() {
                     f.write_str(short)?;
                     f.write_str("::")?;
@@ -85,13 +89,15 @@ mod tests {
     #[test]
     fn method_names_use_the_short_type_name() {
         let name = |type_name, method| OperationName::Method { type_name, method }.to_string();
-        assert_eq!(name("app::repo::UserRepo", "find"), "UserRepo::find");
-        assert_eq!(name("app::Repo<app::Db, u8>", "save"), "Repo::save");
-        assert_eq!(name("UserRepo", "find"), "UserRepo::find");
-        assert_eq!(name("&app::Repo", "find"), "Repo::find");
-        assert_eq!(name("&mut app::Repo", "find"), "Repo::find");
-        assert_eq!(name("dyn app::Repo", "find"), "Repo::find");
-        assert_eq!(name("", "find"), "find");
+        assert_eq!(name(|| "app::repo::UserRepo", "find"), "UserRepo::find");
+        assert_eq!(name(|| "app::Repo<app::Db, u8>", "save"), "Repo::save");
+        assert_eq!(name(|| "UserRepo", "find"), "UserRepo::find");
+        assert_eq!(name(|| "&app::Repo", "find"), "Repo::find");
+        assert_eq!(name(|| "&mut app::Repo", "find"), "Repo::find");
+        assert_eq!(name(|| "dyn app::Repo", "find"), "Repo::find");
+        assert_eq!(name(|| "", "find"), "find");
+        struct Repo;
+        assert_eq!(name(core::any::type_name::<Repo>, "find"), "Repo::find");
         assert_eq!(OperationName::from("users.find").to_string(), "users.find");
     }
 

@@ -199,7 +199,8 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         Fut: Future<Output = Result<T, E>>,
     {
         let policy = self.policy;
-        let (mut driver, access) = self.into_driver(&policy);
+        let operation = OperationName::Named(self.operation);
+        let (mut driver, access) = self.into_driver(&policy, &operation);
         loop {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own.
             let mut current = core::pin::pin!(attempt());
@@ -235,7 +236,8 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         Fut: Future<Output = Result<T, E>>,
     {
         let policy = self.policy;
-        let (mut driver, access) = self.into_driver(&policy);
+        let operation = OperationName::Named(self.operation);
+        let (mut driver, access) = self.into_driver(&policy, &operation);
         loop {
             let mut current = core::pin::pin!(attempt());
             let delay = match driver.attempt(Scoped::new(current.as_mut())).await {
@@ -259,12 +261,15 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         }
     }
 
-    fn into_driver<'p>(self, policy: &'p RetryPolicy) -> (Driver<'p, S>, Access)
+    fn into_driver<'p>(
+        self,
+        policy: &'p RetryPolicy,
+        operation: &'p OperationName<'p>,
+    ) -> (Driver<'p, S>, Access)
     where
         'a: 'p,
     {
-        let driver = Driver::new(policy, OperationName::Named(self.operation), self.sleeper)
-            .with_seed(self.seed);
+        let driver = Driver::new(policy, operation, self.sleeper).with_seed(self.seed);
         (driver, self.access)
     }
 }

@@ -365,7 +365,7 @@ mod tests {
         timed_out: Option<fn(TimedOut) -> DbError>,
         stalls: &[Option<Duration>],
     ) -> (Result<u32, DbError>, Duration, u32) {
-        let timed = TimedCall::new(policy, OperationName::Named("test"));
+        let timed = TimedCall::new(policy, &OperationName::Named("test"));
         let made = Cell::new(0);
         let start = Instant::now();
         let result = looped(&timed, access, timed_out, || {
@@ -392,7 +392,7 @@ mod tests {
                 .without_budget()
                 .with_attempt_timeout(ms(100))
         };
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         let (made, dropped) = (Cell::new(0_u32), Cell::new(0_u32));
         let make = hanging_first(&made, &dropped);
         let execution = looped(&timed, Access::ReadOnly, Some(timed_out), make);
@@ -409,7 +409,7 @@ mod tests {
                 .without_budget()
                 .with_attempt_timeout(ms(100))
         };
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         let made = Cell::new(0_u32);
         let result = looped(&timed, Access::ReadOnly, Some(timed_out), || {
             let n = made.get();
@@ -470,7 +470,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn after_the_deadline_an_attempt_is_made_but_never_polled() {
         let policy = const { RetryPolicy::DEFAULT.without_budget().with_deadline(ms(300)) };
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         tokio::time::advance(ms(400)).await;
         let (made, polled) = (Cell::new(0), Cell::new(0));
         let result = looped(&timed, Access::ReadOnly, Some(timed_out), || {
@@ -495,13 +495,13 @@ mod tests {
             core::future::ready(if n < 2 { Err(DbError(LOST)) } else { Ok(n) })
         };
         // The first wait (160-240 ms) fits in 300 ms, the second (320-480 ms) cannot.
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         let made = Cell::new(0);
         let result = looped(&timed, Access::ReadOnly, Some(timed_out), || failing(&made)).await;
         assert_eq!(result.unwrap_err().0, LOST);
         assert_eq!(made.get(), 2);
         // An error type that cannot receive a `TimedOut` has no limits: no deadline either.
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         let made = Cell::new(0);
         let result = looped(&timed, Access::ReadOnly, None, || failing(&made)).await;
         assert_eq!(result.unwrap(), 2);
@@ -531,7 +531,7 @@ mod tests {
     fn the_timer_is_made_at_the_attempts_first_pending_poll_only() {
         let waits = crate::fake::Waits::default();
         let policy = crate::fake::TIMEOUT_100_MS;
-        let timed = TimedCall::with_sleeper(&policy, OperationName::Named("test"), &waits);
+        let timed = TimedCall::with_sleeper(&policy, &OperationName::Named("test"), &waits);
         let mut execution = Retrying.begin_timed(&timed, Access::ReadOnly);
         crate::fake::timer_only_when_pending(&waits, |pending_first| {
             let attempt = crate::fake::succeeding(3, pending_first);
@@ -553,7 +553,7 @@ mod tests {
             }
         }
         let policy = RetryPolicy::DEFAULT.with_attempt_timeout(ms(100));
-        let timed = TimedCall::new(&policy, OperationName::Named("test"));
+        let timed = TimedCall::new(&policy, &OperationName::Named("test"));
         let job = Job(7);
         let future = async {
             let mut execution = Plain.begin_timed(&timed, Access::Write);

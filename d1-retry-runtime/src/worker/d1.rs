@@ -446,7 +446,8 @@ async fn retried<T, Fut>(
 where
     Fut: Future<Output = Result<T>>,
 {
-    let timed = TimedCall::with_sleeper(policy, OperationName::Named(operation), WorkerSleeper);
+    let operation = OperationName::Named(operation);
+    let timed = TimedCall::with_sleeper(policy, &operation, WorkerSleeper);
     let access = if read_only {
         Access::ReadOnly
     } else {

@@ -69,8 +69,24 @@ async fn opaque(db: &Db) -> Result<impl Display, DbError> {
     Ok(db.prepare("SELECT 1").run().await?)
 }
 
+/// A method of a generic type with a lifetime: its name, `Borrowed::find`, is a constant
+/// (`type_name::<Self>` is a function), which the expansion borrows as a `'static` whatever
+/// `Self` is.
+struct Borrowed<'a, D: ?Sized> {
+    db: &'a D,
+}
+
+impl<D: Database + ?Sized> Borrowed<'_, D> {
+    #[d1_retry]
+    async fn find(&self) -> Result<Option<i64>, DbError> {
+        self.db.prepare("SELECT 1").first().await
+    }
+}
+
 fn main() {
     let _ = opaque;
+    let _ = Borrowed::<Db>::find;
+    let _ = Borrowed { db: &Db as &dyn Database }.find();
     let _ = generic::<Db>;
     let _ = with_impl_trait(&Db, vec![1]);
     let _ = with_lifetimes;
