@@ -218,6 +218,43 @@ async fn a_whole_body_attempt_is_cut_too() {
     assert!(start.elapsed() >= ms(2160));
 }
 
+/// Time-limit options without `policy`: the default policy with its limits set. (The
+/// expansion borrows `RetryPolicy::DEFAULT` as it is only for a function without any
+/// option; one with time-limit options alone must not take that path.) The stalls spend a
+/// token of the shared default budget each, which no other test here reads.
+#[tokio::test(start_paused = true)]
+async fn time_limit_options_alone_set_limits_on_the_default_policy() {
+    #[d1_retry(attempt_timeout_ms = 2000)]
+    async fn cut_at_2s(db: &Db) -> Result<u32, DbError> {
+        db.prepare("SELECT 1").run().await
+    }
+    #[d1_retry(deadline_ms = 3000)]
+    async fn due_in_3s(db: &Db) -> Result<u32, DbError> {
+        db.prepare("SELECT 1").run().await
+    }
+    let db = Db::new([Step::Stall(ms(60_000))]);
+    let start = Instant::now();
+    assert_eq!(cut_at_2s(&db).await.ok(), Some(1));
+    let starts = db.starts();
+    assert_eq!(starts.len(), 2);
+    assert!(
+        (ms(2160)..=ms(2240)).contains(&starts[1]),
+        "{:?}",
+        starts[1]
+    );
+    assert_eq!(start.elapsed(), starts[1]);
+
+    let db = Db::new([Step::Hang]);
+    let start = Instant::now();
+    let error = due_in_3s(&db).await.unwrap_err();
+    assert_eq!(start.elapsed(), ms(3000));
+    let DbError::TimedOut(timed_out) = error else {
+        panic!("expected a timeout, got {error}");
+    };
+    assert_eq!(timed_out.limit(), TimeLimit::Deadline);
+    assert_eq!(db.starts().len(), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_time_limits_a_stall_is_waited_out() {
     #[d1_retry(policy = NO_BUDGET)]
