@@ -144,7 +144,7 @@ pub struct Attempting<'e, 'c, S: Sleeper, Fut, E> {
     execution: &'e mut Execution<'c, S>,
     /// The error type, whose classifier (`E::d1_failure`) reads a failure: named by the
     /// type rather than held as a function pointer, which would make every call's future
-    /// 8 bytes larger (see `Call::operation` for why they count).
+    /// 8 bytes larger (the `operation` field of `Call` says why they count).
     error: PhantomData<fn() -> E>,
     /// The wait after a failure, on the heap (see `Call::wait`): only a failure pays for
     /// it. Here rather than in the [`Execution`] the caller holds across its await: a
