@@ -106,6 +106,11 @@ impl Options {
         self.deadline_ms.map(|knob| (knob.value, knob.span))
     }
 
+    /// Whether the attribute sets a time limit (`attempt_timeout_ms` or `deadline_ms`).
+    pub(crate) fn has_time_limits(&self) -> bool {
+        self.attempt_timeout_ms.is_some() || self.deadline_ms.is_some()
+    }
+
     fn set(&mut self, meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
         let Some(key) = meta.path.get_ident().map(ToString::to_string) else {
             return Err(meta.error(format!(

@@ -45,9 +45,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let policy = policy(&options, &krate, &function.sig);
     // Time limits need a clock and a timer: only a function whose policy may have them
     // (time-limit options, or a `policy = PATH` the macro cannot read) pays for them.
-    let timed = options.attempt_timeout_ms().is_some()
-        || options.deadline_ms().is_some()
-        || options.policy().is_some();
+    let timed = options.has_time_limits() || options.policy().is_some();
     let schedule = if timed {
         quote!(TimedCall)
     } else {
@@ -71,7 +69,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     valid::check(&found, mode, &function.sig.ident)?;
     let doc = doc::paragraph(&found, mode, &retries(&options));
     let policy_check = policy_check(&options, &krate, &function.sig);
-    let timed_options = options.attempt_timeout_ms().is_some() || options.deadline_ms().is_some();
 
     let body = match mode {
         Mode::PerCall => {
@@ -99,7 +96,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 names: &names,
                 policy: &policy,
                 policy_check: &quote!(#policy_check #time_limit_check),
-                timed: timed_options,
+                timed: options.has_time_limits(),
                 error_type: &error_type(&private, &function),
                 operation: &operation,
                 read_only,
@@ -338,7 +335,7 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
 
 /// The `RetryPolicy` expression the function runs with.
 fn policy(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
-    let timed_options = options.attempt_timeout_ms().is_some() || options.deadline_ms().is_some();
+    let timed_options = options.has_time_limits();
     if let Some(path) = options.policy()
         && !timed_options
         && nameable_outside(path, sig)
