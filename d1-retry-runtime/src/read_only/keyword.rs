@@ -192,34 +192,60 @@ const fn head(word: &[u8], start: usize, len: usize) -> u64 {
     packed
 }
 
-/// [`KEYWORDS`] as `(length, head, tail)`: the first 8 bytes, then the rest, packed as
-/// [`head`] packs them.
-const PACKED: [(usize, u64, u64); 31] = {
-    let mut packed = [(0, 0, 0); 31];
+/// What [`keyword`] reads at run time is made from [`KEYWORDS`] at compile time, in the
+/// same order: the heads, the tails and the keywords below. Only these reach the binary,
+/// not `KEYWORDS`, whose words and slices would add 560 bytes to a Worker's wasm for a
+/// look-up that needs neither.
+///
+/// Each keyword's first 8 bytes, packed as [`head`] packs them.
+const HEADS: [u64; KEYWORDS.len()] = {
+    let mut heads = [0; KEYWORDS.len()];
     let mut index = 0;
     while index < KEYWORDS.len() {
         let keyword = KEYWORDS[index].0;
-        let tail = if keyword.len() > 8 {
-            head(keyword, 8, keyword.len() - 8)
-        } else {
-            0
-        };
-        packed[index] = (keyword.len(), head(keyword, 0, keyword.len()), tail);
+        heads[index] = head(keyword, 0, keyword.len());
         index += 1;
     }
-    packed
+    heads
+};
+
+/// Each keyword's bytes after the first 8, packed the same way: at most `LONGEST - 8`
+/// of them, so a `u32` holds them.
+const TAILS: [u32; KEYWORDS.len()] = {
+    assert!(LONGEST - 8 <= 4, "a keyword's tail must fit in a u32");
+    let mut tails = [0; KEYWORDS.len()];
+    let mut index = 0;
+    while index < KEYWORDS.len() {
+        let keyword = KEYWORDS[index].0;
+        if keyword.len() > 8 {
+            tails[index] = head(keyword, 8, keyword.len() - 8) as u32;
+        }
+        index += 1;
+    }
+    tails
+};
+
+/// Each keyword's [`Keyword`].
+const KINDS: [Keyword; KEYWORDS.len()] = {
+    let mut kinds = [Keyword::None; KEYWORDS.len()];
+    let mut index = 0;
+    while index < KEYWORDS.len() {
+        kinds[index] = KEYWORDS[index].1;
+        index += 1;
+    }
+    kinds
 };
 
 /// For each length, the range of [`KEYWORDS`] of that length.
-const BY_LENGTH: [(usize, usize); LONGEST + 1] = {
+const BY_LENGTH: [(u8, u8); LONGEST + 1] = {
     let mut ranges = [(0, 0); LONGEST + 1];
     let mut index = 0;
     while index < KEYWORDS.len() {
         let len = KEYWORDS[index].0.len();
         if ranges[len].1 == 0 {
-            ranges[len].0 = index;
+            ranges[len].0 = index as u8;
         }
-        ranges[len].1 = index + 1;
+        ranges[len].1 = index as u8 + 1;
         index += 1;
     }
     ranges
@@ -237,15 +263,15 @@ pub(super) const fn keyword(sql: &[u8], start: usize, end: usize) -> Keyword {
     }
     let word = head(sql, start, len) & UPPER;
     let tail = if len > 8 {
-        head(sql, start + 8, len - 8) & UPPER
+        (head(sql, start + 8, len - 8) & UPPER) as u32
     } else {
         0
     };
-    let (mut index, end) = BY_LENGTH[len];
-    while index < end {
-        let (_, keyword_head, keyword_tail) = PACKED[index];
-        if keyword_head == word && keyword_tail == tail {
-            return KEYWORDS[index].1;
+    let (index, end) = BY_LENGTH[len];
+    let mut index = index as usize;
+    while index < end as usize {
+        if HEADS[index] == word && TAILS[index] == tail {
+            return KINDS[index];
         }
         index += 1;
     }
