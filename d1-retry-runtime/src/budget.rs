@@ -228,6 +228,16 @@ impl RetryBudget {
         if self.tokens.spent.load(Ordering::Relaxed) == 0 {
             return;
         }
+        self.give_back();
+    }
+
+    /// The rest of [`record_success`](Self::record_success), out of line: the check above is
+    /// inlined into every execution's success path, and the update would be too, once per
+    /// call site of every annotated function (about 1 KB of the example Worker's wasm),
+    /// for a pool that is full nearly always.
+    #[cold]
+    #[inline(never)]
+    fn give_back(&self) {
         let ratio = self.ratio_units;
         // Never fails: the closure always returns `Some`.
         let _ = self
