@@ -125,8 +125,12 @@ impl D1Retry {
     /// # Errors
     ///
     /// The last attempt's error, as `D1Database::batch` returned it.
-    pub async fn batch(&self, statements: Vec<D1RetryStatement>) -> Result<Vec<D1Result>> {
-        run_batch(self.policy, &statements, |inner| self.db.batch(inner)).await
+    #[inline]
+    pub fn batch(
+        &self,
+        statements: Vec<D1RetryStatement>,
+    ) -> impl Future<Output = Result<Vec<D1Result>>> {
+        run_batch(self.policy, statements, |inner| self.db.batch(inner))
     }
 
     /// Runs one or more `\n`-separated queries without preparing them, as
@@ -135,12 +139,12 @@ impl D1Retry {
     /// # Errors
     ///
     /// The last attempt's error, as `D1Database::exec` returned it.
-    pub async fn exec(&self, query: &str) -> Result<D1ExecResult> {
+    #[inline]
+    pub fn exec(&self, query: &str) -> impl Future<Output = Result<D1ExecResult>> {
         let read_only = is_read_only(query);
-        retried(&self.policy, operation_name(query), read_only, |()| {
+        retried(&self.policy, operation_name(query), read_only, move |()| {
             self.db.exec(query)
         })
-        .await
     }
 
     /// The database's contents, as [`D1Database::dump`]; retried as a read.
@@ -148,8 +152,9 @@ impl D1Retry {
     /// # Errors
     ///
     /// The last attempt's error, as `D1Database::dump` returned it.
-    pub async fn dump(&self) -> Result<Vec<u8>> {
-        retried(&self.policy, "D1Retry::dump", true, |()| self.db.dump()).await
+    #[inline]
+    pub fn dump(&self) -> impl Future<Output = Result<Vec<u8>>> {
+        retried(&self.policy, "D1Retry::dump", true, |()| self.db.dump())
     }
 
     /// Starts a session, as [`D1Database::with_session`]; its calls are retried too.
@@ -210,8 +215,12 @@ impl D1RetrySession {
     /// # Errors
     ///
     /// The last attempt's error, as `D1DatabaseSession::batch` returned it.
-    pub async fn batch(&self, statements: Vec<D1RetryStatement>) -> Result<Vec<D1Result>> {
-        run_batch(self.policy, &statements, |inner| self.session.batch(inner)).await
+    #[inline]
+    pub fn batch(
+        &self,
+        statements: Vec<D1RetryStatement>,
+    ) -> impl Future<Output = Result<Vec<D1Result>>> {
+        run_batch(self.policy, statements, |inner| self.session.batch(inner))
     }
 
     /// The latest bookmark this session saw, as [`D1DatabaseSession::get_bookmark`].
@@ -334,11 +343,11 @@ impl D1RetryStatement {
     /// # Errors
     ///
     /// The last attempt's error, as `D1PreparedStatement::first` returned it.
-    pub async fn first<T>(&self, col_name: Option<&str>) -> Result<Option<T>>
+    pub fn first<T>(&self, col_name: Option<&str>) -> impl Future<Output = Result<Option<T>>>
     where
         T: for<'a> Deserialize<'a>,
     {
-        self.retried(|()| self.statement.first::<T>(col_name)).await
+        self.retried(move |()| self.statement.first::<T>(col_name))
     }
 
     /// Runs the statement and returns its metadata, as [`D1PreparedStatement::run`].
@@ -346,8 +355,9 @@ impl D1RetryStatement {
     /// # Errors
     ///
     /// The last attempt's error, as `D1PreparedStatement::run` returned it.
-    pub async fn run(&self) -> Result<D1Result> {
-        self.retried(|()| self.statement.run()).await
+    #[inline]
+    pub fn run(&self) -> impl Future<Output = Result<D1Result>> {
+        self.retried(|()| self.statement.run())
     }
 
     /// All rows and metadata, as [`D1PreparedStatement::all`].
@@ -355,8 +365,9 @@ impl D1RetryStatement {
     /// # Errors
     ///
     /// The last attempt's error, as `D1PreparedStatement::all` returned it.
-    pub async fn all(&self) -> Result<D1Result> {
-        self.retried(|()| self.statement.all()).await
+    #[inline]
+    pub fn all(&self) -> impl Future<Output = Result<D1Result>> {
+        self.retried(|()| self.statement.all())
     }
 
     /// Rows as arrays of values, as [`D1PreparedStatement::raw`].
@@ -364,11 +375,11 @@ impl D1RetryStatement {
     /// # Errors
     ///
     /// The last attempt's error, as `D1PreparedStatement::raw` returned it.
-    pub async fn raw<T>(&self) -> Result<Vec<Vec<T>>>
+    pub fn raw<T>(&self) -> impl Future<Output = Result<Vec<Vec<T>>>>
     where
         T: for<'a> Deserialize<'a>,
     {
-        self.retried(|()| self.statement.raw::<T>()).await
+        self.retried(|()| self.statement.raw::<T>())
     }
 
     /// Rows as JavaScript values, as [`D1PreparedStatement::raw_js_value`].
@@ -376,8 +387,9 @@ impl D1RetryStatement {
     /// # Errors
     ///
     /// The last attempt's error, as `D1PreparedStatement::raw_js_value` returned it.
-    pub async fn raw_js_value(&self) -> Result<Vec<JsValue>> {
-        self.retried(|()| self.statement.raw_js_value()).await
+    #[inline]
+    pub fn raw_js_value(&self) -> impl Future<Output = Result<Vec<JsValue>>> {
+        self.retried(|()| self.statement.raw_js_value())
     }
 
     /// The JavaScript statement object, as [`D1PreparedStatement::inner`].
@@ -391,7 +403,7 @@ impl D1RetryStatement {
         self.statement
     }
 
-    async fn retried<T, Fut>(&self, attempt: impl FnMut(()) -> Fut) -> Result<T>
+    fn retried<T, Fut>(&self, attempt: impl FnMut(()) -> Fut) -> impl Future<Output = Result<T>>
     where
         Fut: Future<Output = Result<T>>,
     {
@@ -401,7 +413,6 @@ impl D1RetryStatement {
             self.read_only,
             attempt,
         )
-        .await
     }
 }
 
@@ -419,7 +430,7 @@ impl IntoFuture for D1RetryStatement {
 /// statements, rebuilt for each attempt because it consumes them.
 async fn run_batch<F, Fut>(
     policy: RetryPolicy,
-    statements: &[D1RetryStatement],
+    statements: Vec<D1RetryStatement>,
     mut batch: F,
 ) -> Result<Vec<D1Result>>
 where
@@ -437,6 +448,12 @@ where
 /// policy's time limits, through the loop an awaited `#[d1_retry]` call site is rewritten
 /// into (`timed_execution.rs`): what is instantiated per method and result type is one
 /// small future, and the decisions are compiled once, which keeps the wrapper's wasm small.
+///
+/// The wrapper's methods return this future itself rather than being `async fn`s that
+/// await it: each `async fn` layer would be one more state machine, and one more drop glue
+/// with a long generic name, per method and result type in a Worker's wasm (1.4 KB of the
+/// example's, `scripts/bench-wasm-size.sh`). So the few that look at their input before
+/// the call (`exec` scans its SQL) do so when called, not at the first poll.
 async fn retried<T, Fut>(
     policy: &RetryPolicy,
     operation: &str,
