@@ -29,7 +29,12 @@
 # Usage: scripts/bench-wasm-size.sh        (KEEP=1 keeps the temporary folder; K=12 sets
 #        the number of generated methods; CARGO_TARGET_DIR, if set, is the target folder
 #        of every build, which then survives the run and makes the next one faster)
-#        SIZE_PROFILE=1 scripts/bench-wasm-size.sh   builds all five with the release
+#        BREAKDOWN=1 scripts/bench-wasm-size.sh   also splits what d1-retry adds by the
+#        example's parts, with three more builds: with and plain without the routes under
+#        /wrapped (the D1Retry wrapper), and with its `idempotent` function retried per call
+#        instead of as a whole body. What is left is the #[d1_retry] methods, the
+#        classifier, the decisions, the logs and the sleeper, which every part shares.
+#        SIZE_PROFILE=1 scripts/bench-wasm-size.sh   builds every Worker with the release
 #        profile a size-minded Worker uses (lto = true, codegen-units = 1, strip = true,
 #        which also drops the function-names section) instead of the example's; the same
 #        profile on every side. TOP=20 also lists the 20 items of the wasm that changed
@@ -172,6 +177,30 @@ add_methods() { # add_methods DIR: K more #[d1_retry] methods, each behind a rou
         fail "could not add the methods' module and routes: examples/worker/src/lib.rs changed"
 }
 
+strip_routes() { # strip_routes DIR PREFIX: the example without its routes under PREFIX
+    local lib="$1/src/lib.rs"
+    # A route is `.get_async(` (or post, ...) up to the `)` that closes it, over one line or
+    # several: kept or dropped whole, by whether its text names the prefix.
+    awk -v prefix="\"$2" '
+        !open && /^[[:space:]]*\.(get|post|put|patch|delete)_async\(/ { open = 1; text = ""; depth = 0 }
+        open {
+            text = text $0 "\n"
+            line = $0
+            depth += gsub(/\(/, "", line)
+            depth -= gsub(/\)/, "", line)
+            if (depth == 0) {
+                if (index(text, prefix) == 0) printf "%s", text
+                open = 0
+            }
+            next
+        }
+        { print }
+    ' "$lib" >"$lib.new"
+    mv "$lib.new" "$lib"
+    ! grep -q "\"$2" "$lib" && grep -q '_async(' "$lib" ||
+        fail "could not remove the routes under $2: examples/worker/src/lib.rs changed"
+}
+
 build() { # build DIR -> the wasm's size in bytes, raw and gzipped
     local dir="$1" wasm
     (cd "$dir" && "$worker_build" --release >"$dir/build.log" 2>&1) || {
@@ -194,10 +223,23 @@ add_methods "$with_k"
 plain_k="$(copy "plain+$k")"
 add_methods "$plain_k"
 strip_d1_retry "$plain_k"
+if [ "${BREAKDOWN:-0}" = 1 ]; then
+    with_nowrap="$(copy with-no-wrapped)"
+    strip_routes "$with_nowrap" /wrapped/
+    plain_nowrap="$(copy plain-no-wrapped)"
+    strip_d1_retry "$plain_nowrap"
+    strip_routes "$plain_nowrap" /wrapped/
+    with_percall="$(copy with-per-call)"
+    grep -q '#\[d1_retry(idempotent, ' "$with_percall/src/shop.rs" ||
+        fail "no #[d1_retry(idempotent, ...)] in examples/worker/src/shop.rs: update BREAKDOWN"
+    sed -i 's/#\[d1_retry(idempotent, /#[d1_retry(/' "$with_percall/src/shop.rs"
+    wrapped_routes="$(grep -c '"/wrapped/' "$with/src/lib.rs")"
+fi
 # The example's own annotated methods, priced at the per-method cost below.
 methods="$(code_lines "$with" | grep -c '#\[d1_retry\b')"
 
-echo "building five release Workers (a few minutes the first time)..."
+if [ "${BREAKDOWN:-0}" = 1 ]; then builds=eight; else builds=five; fi
+echo "building $builds release Workers (a few minutes the first time)..."
 if [ "${SIZE_PROFILE:-0}" = 1 ]; then
     echo "release profile: the example's, with lto = true, codegen-units = 1, strip = true"
 fi
@@ -206,6 +248,11 @@ read -r plain_raw plain_gz <<<"$(build "$plain")"
 read -r bare_raw bare_gz <<<"$(build "$bare")"
 read -r with_k_raw with_k_gz <<<"$(build "$with_k")"
 read -r plain_k_raw plain_k_gz <<<"$(build "$plain_k")"
+if [ "${BREAKDOWN:-0}" = 1 ]; then
+    read -r with_nowrap_raw with_nowrap_gz <<<"$(build "$with_nowrap")"
+    read -r plain_nowrap_raw plain_nowrap_gz <<<"$(build "$plain_nowrap")"
+    read -r with_percall_raw with_percall_gz <<<"$(build "$with_percall")"
+fi
 
 kib() { awk -v b="$1" 'BEGIN { printf "%.1f KiB", b / 1024 }'; }
 printf '%-12s %10s %10s\n' build wasm gzip
@@ -235,6 +282,29 @@ printf '%-44s %10s %10s\n' "with+$k - with" "$((with_k_raw - with_raw))" "$((wit
 printf '%-44s %10s %10s\n' "plain+$k - plain" "$((plain_k_raw - plain_raw))" "$((plain_k_gz - plain_gz))"
 printf '%-44s %10s %10s\n' "d1-retry per annotated method" "$per_raw" "$per_gz"
 printf '%-44s %10s %10s\n' "d1-retry fixed (with - plain - $methods methods)" "$fixed_raw" "$fixed_gz"
+
+# BREAKDOWN=1: what d1-retry adds, split by the example's parts. Each share is the
+# difference its removal makes to what d1-retry adds: the D1Retry routes come out of both
+# with and plain; the whole-body retry has no counterpart in plain.
+if [ "${BREAKDOWN:-0}" = 1 ]; then
+    added=$((with_raw - plain_raw))
+    added_gz=$((with_gz - plain_gz))
+    nowrap=$((with_nowrap_raw - plain_nowrap_raw))
+    nowrap_gz=$((with_nowrap_gz - plain_nowrap_gz))
+    whole=$((with_raw - with_percall_raw))
+    whole_gz=$((with_gz - with_percall_gz))
+    echo
+    echo "what d1-retry adds, by part of the example:"
+    printf '%-60s %10s %10s\n' "" wasm gzip
+    printf '%-60s %10s %10s\n' "with without /wrapped routes" "$with_nowrap_raw" "$with_nowrap_gz"
+    printf '%-60s %10s %10s\n' "plain without /wrapped routes" "$plain_nowrap_raw" "$plain_nowrap_gz"
+    printf '%-60s %10s %10s\n' "with, idempotent function retried per call" "$with_percall_raw" "$with_percall_gz"
+    printf '%-60s %10s %10s\n' "the D1Retry wrapper ($wrapped_routes routes, with the run-time scanner)" \
+        "$((added - nowrap))" "$((added_gz - nowrap_gz))"
+    printf '%-60s %10s %10s\n' "the whole-body retry (idempotent), over retrying per call" "$whole" "$whole_gz"
+    printf '%-60s %10s %10s\n' "the rest: #[d1_retry] per call, classifier, logs, sleeper" \
+        "$((nowrap - whole))" "$((nowrap_gz - whole_gz))"
+fi
 
 # TOP=N: the N items of the wasm that grew or shrank most from plain to with (twiggy, which
 # `cargo install twiggy` provides): where the added bytes are. Functions are summed by name
