@@ -233,8 +233,8 @@ impl RetryBudget {
 
     /// The rest of [`record_success`](Self::record_success), out of line: the check above is
     /// inlined into every execution's success path, and the update would be too, once per
-    /// call site of every annotated function (about 1 KB of the example Worker's wasm),
-    /// for a pool that is full nearly always.
+    /// call site of every annotated function (about 300 bytes of the example Worker's
+    /// wasm), for a pool that is full nearly always.
     #[cold]
     #[inline(never)]
     fn give_back(&self) {

@@ -238,6 +238,10 @@ const KINDS: [Keyword; KEYWORDS.len()] = {
 
 /// For each length, the range of [`KEYWORDS`] of that length.
 const BY_LENGTH: [(u8, u8); LONGEST + 1] = {
+    assert!(
+        KEYWORDS.len() <= u8::MAX as usize,
+        "a keyword's index must fit in a u8"
+    );
     let mut ranges = [(0, 0); LONGEST + 1];
     let mut index = 0;
     while index < KEYWORDS.len() {

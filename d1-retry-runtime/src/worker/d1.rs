@@ -451,7 +451,7 @@ where
 ///
 /// The wrapper's methods return this future itself rather than being `async fn`s that
 /// await it: each `async fn` layer would be one more state machine, and one more drop glue
-/// with a long generic name, per method and result type in a Worker's wasm (1.4 KB of the
+/// with a long generic name, per method and result type in a Worker's wasm (1.0 KB of the
 /// example's, `scripts/bench-wasm-size.sh`). So the few that look at their input before
 /// the call (`exec` scans its SQL) do so when called, not at the first poll.
 async fn retried<T, Fut>(
