@@ -16,6 +16,14 @@ fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
+/// The timeout a call failed with; any other error fails the test.
+fn timed_out(error: DbError) -> TimedOut {
+    match error {
+        DbError::TimedOut(timed_out) => timed_out,
+        error => panic!("expected a timeout, got {error}"),
+    }
+}
+
 #[derive(Debug)]
 pub enum DbError {
     D1(&'static str),
@@ -159,9 +167,7 @@ async fn a_stalled_write_is_not_retried_and_the_caller_gets_the_timeout() {
     let start = Instant::now();
     let error = write(&db).await.unwrap_err();
     assert_eq!(start.elapsed(), ms(2000));
-    let DbError::TimedOut(timed_out) = error else {
-        panic!("expected a timeout, got {error}");
-    };
+    let timed_out = timed_out(error);
     assert_eq!(timed_out.limit(), TimeLimit::Attempt);
     assert_eq!(timed_out.after(), ms(2000));
     assert_eq!(timed_out.operation(), "write");
@@ -181,9 +187,7 @@ async fn the_deadline_is_met_to_the_millisecond() {
     // Attempts at 0 and about 2.2 s are cut by the attempt timeout; the third, about
     // 4.6 s in, by what is left of the deadline: the caller has its error at 5 s sharp.
     assert_eq!(start.elapsed(), ms(5000));
-    let DbError::TimedOut(timed_out) = error else {
-        panic!("expected a timeout, got {error}");
-    };
+    let timed_out = timed_out(error);
     assert_eq!(timed_out.limit(), TimeLimit::Deadline);
     assert_eq!(timed_out.after(), ms(5000));
     assert_eq!(db.starts().len(), 3);
@@ -248,9 +252,7 @@ async fn time_limit_options_alone_set_limits_on_the_default_policy() {
     let start = Instant::now();
     let error = due_in_3s(&db).await.unwrap_err();
     assert_eq!(start.elapsed(), ms(3000));
-    let DbError::TimedOut(timed_out) = error else {
-        panic!("expected a timeout, got {error}");
-    };
+    let timed_out = timed_out(error);
     assert_eq!(timed_out.limit(), TimeLimit::Deadline);
     assert_eq!(db.starts().len(), 1);
 }
