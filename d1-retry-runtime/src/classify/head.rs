@@ -134,6 +134,10 @@ impl HeadReader {
 }
 
 impl fmt::Write for HeadReader {
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        super::write_char(self, c)
+    }
+
     fn write_str(&mut self, text: &str) -> fmt::Result {
         if self.stopped {
             return Err(fmt::Error);

@@ -46,6 +46,10 @@ impl FirstLine<'_, '_> {
 }
 
 impl fmt::Write for FirstLine<'_, '_> {
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        super::write_char(self, c)
+    }
+
     fn write_str(&mut self, text: &str) -> fmt::Result {
         if self.done {
             return Err(fmt::Error);

@@ -233,6 +233,10 @@ impl<W: fmt::Write> AfterD1Debug<W> {
 }
 
 impl<W: fmt::Write> fmt::Write for AfterD1Debug<W> {
+    fn write_char(&mut self, c: char) -> fmt::Result {
+        super::write_char(self, c)
+    }
+
     fn write_str(&mut self, text: &str) -> fmt::Result {
         for (index, byte) in text.bytes().enumerate() {
             if self.state == Match::Cause(D1_DEBUG_CAUSE.len()) {
@@ -372,6 +376,27 @@ mod tests {
         assert_eq!(
             log_text(&compact).as_deref(),
             Some("Error: UNIQUE: SQLITE_CONSTRAINT) }")
+        );
+    }
+
+    #[test]
+    fn a_d1_variant_displayed_char_by_char_is_read_as_a_whole() {
+        /// The `Display` of a D1 variant, written one `char` at a time.
+        #[derive(Debug)]
+        struct ByChar;
+
+        impl fmt::Display for ByChar {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                super::super::CharByChar(D1_DISPLAY).fmt(f)
+            }
+        }
+
+        impl StdError for ByChar {}
+
+        assert_eq!(class_of(&ByChar), Some(Some(FailureClass::MaybeExecuted)));
+        assert_eq!(
+            log_text(&ByChar).as_deref().and_then(|t| t.lines().next()),
+            Some("Error: Network connection lost.")
         );
     }
 
