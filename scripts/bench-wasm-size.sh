@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What d1-retry adds to a Worker's release wasm.
 #
-# Copies examples/worker into a temporary folder six times and builds each with
+# Copies examples/worker into a temporary folder eight times and builds each with
 # `worker-build --release` (wasm-bindgen, then wasm-opt):
 #   with         the example as it is;
 #   plain        the same routes with plain D1 calls: the #[d1_retry] attributes, the
@@ -14,12 +14,17 @@
 #                a route of its own so that none is dead code; like 11 of the example's 13,
 #                they take the time-limited path, since the attribute cannot read POLICY;
 #   with+K-bare  the same with a bare `#[d1_retry]`, which takes the path without limits;
-#   plain+K      `plain` and the same K methods without the attribute.
+#   plain+K      `plain` and the same K methods without the attribute;
+#   with+K-typed and plain+K-typed: K `policy = POLICY` reads, each into a row type of its
+#                own (`first::<RowN>`), with and without the attribute. The K methods above
+#                read into the example's `User` and `Order`, so each retried call's future
+#                is one the example already compiles; a call with a new result type is a
+#                new future, and this prices it.
 # Prints the size of each build/index_bg.wasm, raw and gzipped (Cloudflare's limit is on
 # the compressed size), the bytes d1-retry adds, and how they split: the bytes each
 # annotated method adds, ((with+K - with) - (plain+K - plain)) / K (and the same for
-# with+K-bare), and the rest, the fixed cost (with - plain, less the example's annotated
-# methods at the first price).
+# with+K-bare and for the typed pair), and the rest, the fixed cost (with - plain, less the
+# example's annotated methods at the first price).
 #
 # The builds use a snapshot of the repository's working tree, taken when the script starts
 # (its time and `git diff --stat` are printed), so that edits made while it runs do not
@@ -37,6 +42,9 @@
 #        /wrapped (the D1Retry wrapper), and with its `idempotent` function retried per call
 #        instead of as a whole body. What is left is the #[d1_retry] methods, the
 #        classifier, the decisions, the logs and the sleeper, which every part shares.
+#        A fourth build, with its logs compiled out by tracing's `release_max_level_off`
+#        feature (what a Worker without a subscriber can do, README "Logs"), prices the
+#        logs across every part: their call sites and the failure texts they render.
 #        SIZE_PROFILE=1 scripts/bench-wasm-size.sh   builds every Worker with the release
 #        profile a size-minded Worker uses (lto = true, codegen-units = 1, strip = true,
 #        which also drops the function-names section) instead of the example's; the same
@@ -141,8 +149,9 @@ strip_tracing() { # strip_tracing DIR: no tracing console layer, no tracing depe
     fi
 }
 
-add_methods() { # add_methods DIR [ATTRIBUTE]: K more methods, each behind a route; the
-    # attribute is #[d1_retry(policy = POLICY)], or a bare #[d1_retry] with ATTRIBUTE=bare
+add_methods() { # add_methods DIR [SHAPE]: K more methods, each behind a route, with
+    # #[d1_retry(policy = POLICY)]; SHAPE=bare: with a bare #[d1_retry] instead;
+    # SHAPE=typed: each a read into a row type of its own (`first::<RowN>`)
     local dir="$1" attribute='#[d1_retry(policy = POLICY)]' i kind sql body ret
     [ "${2:-}" = bare ] && attribute='#[d1_retry]'
     {
@@ -152,10 +161,17 @@ add_methods() { # add_methods DIR [ATTRIBUTE]: K more methods, each behind a rou
         [ "${2:-}" = bare ] || echo 'use crate::policy::POLICY;'
         echo 'use crate::shop::{number, Order, User};'
         echo 'pub struct Extra { db: D1Database }'
+        if [ "${2:-}" = typed ]; then
+            for ((i = 0; i < k; i++)); do
+                echo "#[derive(serde::Deserialize, serde::Serialize)]"
+                echo "pub struct Row$i { pub id: i64, pub name: String }"
+            done
+        fi
         echo 'impl Extra {'
         echo '    pub fn new(db: D1Database) -> Self { Extra { db } }'
         for ((i = 0; i < k; i++)); do
             kind=$((i % 3))
+            [ "${2:-}" = typed ] && kind=3
             # Each statement differs, so that no two methods fold into one.
             case $kind in
             0) ret='Option<User>'
@@ -167,6 +183,9 @@ add_methods() { # add_methods DIR [ATTRIBUTE]: K more methods, each behind a rou
             2) ret='()'
                sql="UPDATE users SET name = name || '$i' WHERE id = ?1"
                body='.run().await?; Ok(())' ;;
+            3) ret="Option<Row$i>"
+               sql="SELECT id, name FROM users WHERE id = ?1 AND $i = $i"
+               body='.first(None).await' ;;
             esac
             echo "    $attribute"
             echo "    pub async fn extra_$i(&self, id: i64) -> Result<$ret> {"
@@ -242,6 +261,11 @@ add_methods "$with_kb" bare
 plain_k="$(copy "plain+$k")"
 add_methods "$plain_k"
 strip_d1_retry "$plain_k"
+with_kt="$(copy "with+$k-typed")"
+add_methods "$with_kt" typed
+plain_kt="$(copy "plain+$k-typed")"
+add_methods "$plain_kt" typed
+strip_d1_retry "$plain_kt"
 if [ "${BREAKDOWN:-0}" = 1 ]; then
     with_nowrap="$(copy with-no-wrapped)"
     strip_routes "$with_nowrap" /wrapped/
@@ -253,11 +277,16 @@ if [ "${BREAKDOWN:-0}" = 1 ]; then
         fail "no #[d1_retry(idempotent, ...)] in examples/worker/src/shop.rs: update BREAKDOWN"
     sed -i 's/#\[d1_retry(idempotent, /#[d1_retry(/' "$with_percall/src/shop.rs"
     wrapped_routes="$(grep -c '"/wrapped/' "$with/src/lib.rs")"
+    with_nolog="$(copy with-logs-off)"
+    grep -q '^tracing = { .*features = \["std"\] }$' "$with_nolog/Cargo.toml" ||
+        fail "no tracing dependency with features = [\"std\"] in examples/worker/Cargo.toml: update BREAKDOWN"
+    sed -i '/^tracing = /s/features = \["std"\]/features = ["std", "release_max_level_off"]/' \
+        "$with_nolog/Cargo.toml"
 fi
 # The example's own annotated methods, priced at the per-method cost below.
 methods="$(code_lines "$with" | grep -c '#\[d1_retry\b')"
 
-if [ "${BREAKDOWN:-0}" = 1 ]; then builds=nine; else builds=six; fi
+if [ "${BREAKDOWN:-0}" = 1 ]; then builds=twelve; else builds=eight; fi
 echo "building $builds release Workers (a few minutes the first time)..."
 if [ "${SIZE_PROFILE:-0}" = 1 ]; then
     echo "release profile: the example's, with lto = true, codegen-units = 1, strip = true"
@@ -268,10 +297,13 @@ read -r bare_raw bare_gz <<<"$(build "$bare")"
 read -r with_k_raw with_k_gz <<<"$(build "$with_k")"
 read -r with_kb_raw with_kb_gz <<<"$(build "$with_kb")"
 read -r plain_k_raw plain_k_gz <<<"$(build "$plain_k")"
+read -r with_kt_raw with_kt_gz <<<"$(build "$with_kt")"
+read -r plain_kt_raw plain_kt_gz <<<"$(build "$plain_kt")"
 if [ "${BREAKDOWN:-0}" = 1 ]; then
     read -r with_nowrap_raw with_nowrap_gz <<<"$(build "$with_nowrap")"
     read -r plain_nowrap_raw plain_nowrap_gz <<<"$(build "$plain_nowrap")"
     read -r with_percall_raw with_percall_gz <<<"$(build "$with_percall")"
+    read -r with_nolog_raw with_nolog_gz <<<"$(build "$with_nolog")"
 fi
 
 kib() { awk -v b="$1" 'BEGIN { printf "%.1f KiB", b / 1024 }'; }
@@ -293,6 +325,8 @@ per_raw="$(per "$with_k_raw" "$with_raw" "$plain_k_raw" "$plain_raw")"
 per_gz="$(per "$with_k_gz" "$with_gz" "$plain_k_gz" "$plain_gz")"
 per_bare_raw="$(per "$with_kb_raw" "$with_raw" "$plain_k_raw" "$plain_raw")"
 per_bare_gz="$(per "$with_kb_gz" "$with_gz" "$plain_k_gz" "$plain_gz")"
+per_typed_raw="$(per "$with_kt_raw" "$with_raw" "$plain_kt_raw" "$plain_raw")"
+per_typed_gz="$(per "$with_kt_gz" "$with_gz" "$plain_kt_gz" "$plain_gz")"
 fixed_raw=$((with_raw - plain_raw - methods * per_raw))
 fixed_gz=$((with_gz - plain_gz - methods * per_gz))
 echo
@@ -300,12 +334,17 @@ echo "per annotated method (K = $k generated methods; the example has $methods):
 printf '%-44s %10s %10s\n' "" wasm gzip
 printf '%-44s %10s %10s\n' "with+$k" "$with_k_raw" "$with_k_gz"
 printf '%-44s %10s %10s\n' "with+$k-bare" "$with_kb_raw" "$with_kb_gz"
+printf '%-44s %10s %10s\n' "with+$k-typed" "$with_kt_raw" "$with_kt_gz"
 printf '%-44s %10s %10s\n' "plain+$k" "$plain_k_raw" "$plain_k_gz"
+printf '%-44s %10s %10s\n' "plain+$k-typed" "$plain_kt_raw" "$plain_kt_gz"
 printf '%-44s %10s %10s\n' "with+$k - with" "$((with_k_raw - with_raw))" "$((with_k_gz - with_gz))"
 printf '%-44s %10s %10s\n' "with+$k-bare - with" "$((with_kb_raw - with_raw))" "$((with_kb_gz - with_gz))"
 printf '%-44s %10s %10s\n' "plain+$k - plain" "$((plain_k_raw - plain_raw))" "$((plain_k_gz - plain_gz))"
+printf '%-44s %10s %10s\n' "with+$k-typed - with" "$((with_kt_raw - with_raw))" "$((with_kt_gz - with_gz))"
+printf '%-44s %10s %10s\n' "plain+$k-typed - plain" "$((plain_kt_raw - plain_raw))" "$((plain_kt_gz - plain_gz))"
 printf '%-44s %10s %10s\n' "d1-retry per annotated method" "$per_raw" "$per_gz"
 printf '%-44s %10s %10s\n' "the same, a bare #[d1_retry] (no limits)" "$per_bare_raw" "$per_bare_gz"
+printf '%-44s %10s %10s\n' "the same, a read into a row type of its own" "$per_typed_raw" "$per_typed_gz"
 printf '%-44s %10s %10s\n' "d1-retry fixed (with - plain - $methods methods)" "$fixed_raw" "$fixed_gz"
 
 # BREAKDOWN=1: what d1-retry adds, split by the example's parts. Each share is the
@@ -329,6 +368,13 @@ if [ "${BREAKDOWN:-0}" = 1 ]; then
     printf '%-60s %10s %10s\n' "the whole-body retry (idempotent), over retrying per call" "$whole" "$whole_gz"
     printf '%-60s %10s %10s\n' "the rest: #[d1_retry] per call, classifier, logs, sleeper" \
         "$((nowrap - whole))" "$((nowrap_gz - whole_gz))"
+    echo "across the parts:"
+    printf '%-60s %10s %10s\n' "with, logs compiled out (release_max_level_off)" \
+        "$with_nolog_raw" "$with_nolog_gz"
+    printf '%-60s %10s %10s\n' "the logs: call sites and the failure texts they render" \
+        "$((with_raw - with_nolog_raw))" "$((with_gz - with_nolog_gz))"
+    printf '%-60s %10s %10s\n' "d1-retry with its logs compiled out adds" \
+        "$((with_nolog_raw - plain_raw))" "$((with_nolog_gz - plain_gz))"
 fi
 
 # TOP=N: the N items of the wasm that grew or shrank most from plain to with (twiggy, which
