@@ -127,10 +127,10 @@ where
         let mut clock = unsafe { Pin::new_unchecked(&mut this.clock) };
         let limited = this.timed_out.is_some();
         loop {
-            let limit = match clock.as_mut().before(limited, cx) {
+            match clock.as_mut().before(limited, cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Before::Again) => return Poll::Ready(ControlFlow::Continue(())),
-                Poll::Ready(Before::Cut(limit)) => limit,
+                Poll::Ready(Before::Cut) => {}
                 Poll::Ready(Before::Attempt) => {
                     // SAFETY: see above.
                     let attempt = unsafe { Pin::new_unchecked(&mut this.attempt) };
@@ -145,17 +145,18 @@ where
                             }
                             return Poll::Ready(ControlFlow::Break(Err(error)));
                         }
-                        _ => match clock.as_mut().fired(cx) {
-                            Some(limit) => limit,
-                            None => return Poll::Pending,
-                        },
+                        _ => {
+                            if !clock.as_mut().fired(cx) {
+                                return Poll::Pending;
+                            }
+                        }
                     }
                 }
-            };
+            }
             // Cut: the attempt is dropped where it lies.
             // SAFETY: see above.
             unsafe { Pin::new_unchecked(&mut this.attempt) }.set(None);
-            if let Err(cut) = clock.as_mut().cut(limit) {
+            if let Err(cut) = clock.as_mut().cut() {
                 return match this.timed_out {
                     Some(timed_out) => {
                         Poll::Ready(ControlFlow::Break(Err(convert(timed_out, cut))))
@@ -176,7 +177,7 @@ enum Before {
     /// Poll the attempt.
     Attempt,
     /// The limit was reached before the attempt started: it is not made.
-    Cut(Limit),
+    Cut,
 }
 
 /// The time of one attempt: its limit and timer, and the wait after it.
@@ -211,28 +212,33 @@ impl<S: Sleeper> Clock<'_, '_, S> {
             }
         }
         Poll::Ready(match this.limit {
-            Some(limit) if limit.timer.is_zero() => Before::Cut(limit),
+            Some(limit) if limit.timer.is_zero() => Before::Cut,
             _ => Before::Attempt,
         })
     }
 
-    /// The attempt is pending: `Some(limit)` when its timer has fired. The timer is made
+    /// The attempt is pending: `true` when its limit's timer has fired. The timer is made
     /// here, at the attempt's first pending poll, not before it: an attempt ready at once
     /// (a D1 call never is; a cached or failed one may be) costs no timer, and the first
     /// poll only hands the request to the runtime, in microseconds.
-    fn fired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Option<Limit> {
+    ///
+    /// The limit stays in the clock for [`cut`](Self::cut), rather than being handed to the
+    /// caller and back: the caller is compiled once per call's future, and each 40-byte
+    /// copy of a `Limit` there was code in every one of them.
+    fn fired(self: Pin<&mut Self>, cx: &mut Context<'_>) -> bool {
         // SAFETY: as in `before`.
         let this = unsafe { self.get_unchecked_mut() };
-        let limit = this.limit?;
+        let Some(limit) = this.limit else {
+            return false;
+        };
         let mut timer = unsafe { Pin::new_unchecked(&mut this.timer) };
         if timer.is_none() {
             let call = this.execution.execution.call();
             timer.set(Some(call.sleeper().sleep(limit.timer)));
         }
-        match timer.as_pin_mut()?.poll(cx) {
-            Poll::Ready(()) => Some(limit),
-            Poll::Pending => None,
-        }
+        timer
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready())
     }
 
     fn succeeded(&self) {
@@ -254,13 +260,18 @@ impl<S: Sleeper> Clock<'_, '_, S> {
         this.waiting.is_some()
     }
 
-    /// After an attempt cut at `limit`: `Ok` when it is retried, after the wait now set;
-    /// else the [`TimedOut`] to hand the caller. The cut attempt may have run, so only a
-    /// read is made again.
-    fn cut(self: Pin<&mut Self>, limit: Limit) -> Result<(), TimedOut> {
+    /// After an attempt cut at its limit ([`Before::Cut`], or [`fired`](Self::fired)):
+    /// `Ok` when it is retried, after the wait now set; else the [`TimedOut`] to hand the
+    /// caller. The cut attempt may have run, so only a read is made again.
+    fn cut(self: Pin<&mut Self>) -> Result<(), TimedOut> {
         // SAFETY: as in `before`.
         let this = unsafe { self.get_unchecked_mut() };
         unsafe { Pin::new_unchecked(&mut this.timer) }.set(None);
+        let Some(limit) = this.limit else {
+            // Not reached: only a limit cuts. Without one, no wait is set, and the attempt,
+            // already dropped, is pending for good rather than made again or a panic.
+            return Ok(());
+        };
         let call = this.execution.execution.call();
         let cut = TimedOut::new(limit.limit, limit.reported, call.operation());
         let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
