@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What d1-retry adds to a Worker's release wasm.
 #
-# Copies examples/worker into a temporary folder eight times and builds each with
+# Copies examples/worker into a work folder eight times and builds each with
 # `worker-build --release` (wasm-bindgen, then wasm-opt):
 #   with         the example as it is;
 #   plain        the same routes with plain D1 calls: the #[d1_retry] attributes, the
@@ -34,9 +34,10 @@
 # 0.2.130 on PATH or in ~/.cargo/bin, and e2e/node_modules (npm ci in e2e/) for esbuild
 # and wasm-opt. scripts/e2e.sh installs all of them.
 #
-# Usage: scripts/bench-wasm-size.sh        (KEEP=1 keeps the temporary folder; K=12 sets
-#        the number of generated methods; CARGO_TARGET_DIR, if set, is the target folder
-#        of every build, which then survives the run and makes the next one faster)
+# Usage: scripts/bench-wasm-size.sh        (KEEP=1 keeps the work folder,
+#        $TMPDIR/d1-retry-wasm-size, until the next run; K=12 sets the number of generated
+#        methods; CARGO_TARGET_DIR, if set, is the target folder of every build, which then
+#        survives the run and makes the next one faster)
 #        BREAKDOWN=1 scripts/bench-wasm-size.sh   also splits what d1-retry adds by the
 #        example's parts, with three more builds: with and plain without the routes under
 #        /wrapped (the D1Retry wrapper), and with its `idempotent` function retried per call
@@ -54,7 +55,14 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 example="$repo/examples/worker"
-work="$(mktemp -d "${TMPDIR:-/tmp}/d1-retry-wasm-size.XXXXXX")"
+# A fixed folder, not a random one: where d1-retry's sources lie goes into its symbols'
+# hashes, and those can tip what the optimiser inlines. With the example's profile, the
+# same tree built from two folders of the same name length came out 386 bytes apart
+# (BENCHMARKS.md, ninth round), so that a random folder made two runs of one tree
+# disagree. One run at a time, then.
+work="${TMPDIR:-/tmp}/d1-retry-wasm-size"
+rm -rf "$work"
+mkdir -p "$work"
 if [ "${KEEP:-0}" = 1 ]; then
     echo "keeping $work"
 else
