@@ -36,17 +36,18 @@ use crate::FailureClass;
 /// [`fmt::Write::write_char`] as the default method writes it, through `write_str`, for
 /// every writer here. The default is compiled again for each writer, since each one's
 /// `dyn fmt::Write` vtable holds it, and its UTF-8 encoding is most of that method's
-/// bytes: sharing this one takes about 0.8 KB off the example Worker's release wasm (0.3 KB
-/// with `lto`).
+/// bytes: sharing this one takes 0.8 KB off the example Worker's release wasm (0.6 KB with
+/// the size profile; BENCHMARKS.md, ninth round).
 #[inline(never)]
 fn write_char(out: &mut dyn fmt::Write, c: char) -> fmt::Result {
     out.write_str(c.encode_utf8(&mut [0; 4]))
 }
 
-/// A text whose `Display` writes it one `char` at a time, through `write_char`, as the
-/// `Debug` of a string writes its escapes: every writer here must read it as it reads the
-/// whole text written at once.
+/// An error whose `Display` writes its text one `char` at a time, through `write_char`, as
+/// the `Debug` of a string writes its escapes: every writer here must read it as it reads
+/// the whole text written at once.
 #[cfg(test)]
+#[derive(Debug)]
 struct CharByChar(&'static str);
 
 #[cfg(test)]
@@ -56,6 +57,9 @@ impl fmt::Display for CharByChar {
         self.0.chars().try_for_each(|c| f.write_char(c))
     }
 }
+
+#[cfg(test)]
+impl Error for CharByChar {}
 
 /// How many links of a `source()` chain are read. Real chains are two or three links long;
 /// the bound only keeps a chain that loops back on itself from hanging the request.
@@ -435,27 +439,15 @@ mod tests {
         assert_eq!(text, format!("{}…", "é".repeat(128)));
     }
 
-    /// An error whose `Display` writes one `char` at a time.
-    #[derive(Debug)]
-    struct ByChar(&'static str);
-
-    impl fmt::Display for ByChar {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            CharByChar(self.0).fmt(f)
-        }
-    }
-
-    impl Error for ByChar {}
-
     #[test]
     fn a_text_written_char_by_char_is_classified_and_logged_as_a_whole() {
-        let lost = ByChar("D1_ERROR: Network connection lost.\n    at worker.js:1:1");
+        let lost = CharByChar("D1_ERROR: Network connection lost.\n    at worker.js:1:1");
         assert_eq!(classify(&lost), FailureClass::MaybeExecuted);
         assert_eq!(log_text(&lost), "D1_ERROR: Network connection lost.");
-        let mixed = ByChar("Données: D1_ERROR: D1 DB is overloaded. Too many requests queued.");
+        let mixed = CharByChar("Données: D1_ERROR: D1 DB is overloaded. Too many requests queued.");
         assert_eq!(classify(&mixed), FailureClass::NotExecuted);
         assert_eq!(log_text(&mixed), mixed.0);
         let long: &'static str = "é".repeat(200).leak();
-        assert_eq!(log_text(&ByChar(long)), format!("{}…", "é".repeat(128)));
+        assert_eq!(log_text(&CharByChar(long)), format!("{}…", "é".repeat(128)));
     }
 }
