@@ -167,7 +167,12 @@ add_methods() { # add_methods DIR [SHAPE]: K more methods, each behind a route, 
         echo 'use d1_retry::d1_retry;'
         echo 'use worker::{D1Database, Result};'
         [ "${2:-}" = bare ] || echo 'use crate::policy::POLICY;'
-        echo 'use crate::shop::{number, Order, User};'
+        # The typed methods read into row types of their own, not the example's.
+        if [ "${2:-}" = typed ]; then
+            echo 'use crate::shop::number;'
+        else
+            echo 'use crate::shop::{number, Order, User};'
+        fi
         echo 'pub struct Extra { db: D1Database }'
         if [ "${2:-}" = typed ]; then
             for ((i = 0; i < k; i++)); do
