@@ -126,6 +126,15 @@ async fn read_by_5s(db: &Db) -> Result<u32, DbError> {
     db.prepare("SELECT count(*) FROM users").run().await
 }
 
+/// Check, then insert: two executions of one call under one deadline.
+#[d1_retry(policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 5000)]
+async fn count_then_insert_by_5s(db: &Db) -> Result<u32, DbError> {
+    db.prepare("SELECT count(*) FROM users").run().await?;
+    db.prepare("INSERT INTO users (name) VALUES ('ada')")
+        .run()
+        .await
+}
+
 #[d1_retry(policy = NO_BUDGET, deadline_ms = 300)]
 async fn read_by_300ms(db: &Db) -> Result<u32, DbError> {
     db.prepare("SELECT count(*) FROM users").run().await
@@ -191,6 +200,34 @@ async fn the_deadline_is_met_to_the_millisecond() {
     assert_eq!(timed_out.limit(), TimeLimit::Deadline);
     assert_eq!(timed_out.after(), ms(5000));
     assert_eq!(db.starts().len(), 3);
+}
+
+/// The deadline is the call's, not each execution's: a later execution gets what the
+/// earlier ones left of it, and a write cut there is not made again.
+#[tokio::test(start_paused = true)]
+async fn a_later_execution_is_cut_by_what_is_left_of_the_calls_deadline() {
+    let (logs, _guard) = Logs::capture();
+    // The count hangs and is cut at 2 s, then is made again after its wait (160-240 ms) and
+    // answers 1.5 s later; the insert then starts with about 1.3 s of the deadline left,
+    // less than its 2 s attempt timeout, and hangs.
+    let db = Db::new([Step::Hang, Step::Stall(ms(1500)), Step::Hang]);
+    let start = Instant::now();
+    let error = count_then_insert_by_5s(&db).await.unwrap_err();
+    assert_eq!(start.elapsed(), ms(5000));
+    let timed_out = timed_out(error);
+    assert_eq!(timed_out.limit(), TimeLimit::Deadline);
+    assert_eq!(timed_out.after(), ms(5000));
+    let starts = db.starts();
+    assert_eq!(starts.len(), 3, "{starts:?}");
+    assert!((ms(2160)..=ms(2240)).contains(&starts[1]), "{starts:?}");
+    assert_eq!(starts[2], starts[1] + ms(1500));
+    // Only the count's second attempt answered; the insert ran once.
+    assert_eq!(*db.completed.borrow(), 1);
+    assert!(
+        logs.text().contains("d1.withheld=\"maybe_executed_write\""),
+        "{}",
+        logs.text()
+    );
 }
 
 #[tokio::test(start_paused = true)]
