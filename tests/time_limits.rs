@@ -24,6 +24,15 @@ fn timed_out(error: DbError) -> TimedOut {
     }
 }
 
+/// The call failed with a timeout of `limit`, reported as `after`, exactly `after` since
+/// `start`: the caller has its error the moment the limit passes.
+fn cut_at(error: DbError, start: Instant, limit: TimeLimit, after: Duration) -> TimedOut {
+    assert_eq!(start.elapsed(), after);
+    let timed_out = timed_out(error);
+    assert_eq!((timed_out.limit(), timed_out.after()), (limit, after));
+    timed_out
+}
+
 #[derive(Debug)]
 pub enum DbError {
     D1(&'static str),
@@ -175,10 +184,7 @@ async fn a_stalled_write_is_not_retried_and_the_caller_gets_the_timeout() {
     let db = Db::new([Step::Hang]);
     let start = Instant::now();
     let error = write(&db).await.unwrap_err();
-    assert_eq!(start.elapsed(), ms(2000));
-    let timed_out = timed_out(error);
-    assert_eq!(timed_out.limit(), TimeLimit::Attempt);
-    assert_eq!(timed_out.after(), ms(2000));
+    let timed_out = cut_at(error, start, TimeLimit::Attempt, ms(2000));
     assert_eq!(timed_out.operation(), "write");
     assert_eq!(db.starts().len(), 1);
     assert!(
@@ -195,10 +201,7 @@ async fn the_deadline_is_met_to_the_millisecond() {
     let error = read_by_5s(&db).await.unwrap_err();
     // Attempts at 0 and about 2.2 s are cut by the attempt timeout; the third, about
     // 4.6 s in, by what is left of the deadline: the caller has its error at 5 s sharp.
-    assert_eq!(start.elapsed(), ms(5000));
-    let timed_out = timed_out(error);
-    assert_eq!(timed_out.limit(), TimeLimit::Deadline);
-    assert_eq!(timed_out.after(), ms(5000));
+    cut_at(error, start, TimeLimit::Deadline, ms(5000));
     assert_eq!(db.starts().len(), 3);
 }
 
@@ -213,10 +216,7 @@ async fn a_later_execution_is_cut_by_what_is_left_of_the_calls_deadline() {
     let db = Db::new([Step::Hang, Step::Stall(ms(1500)), Step::Hang]);
     let start = Instant::now();
     let error = count_then_insert_by_5s(&db).await.unwrap_err();
-    assert_eq!(start.elapsed(), ms(5000));
-    let timed_out = timed_out(error);
-    assert_eq!(timed_out.limit(), TimeLimit::Deadline);
-    assert_eq!(timed_out.after(), ms(5000));
+    cut_at(error, start, TimeLimit::Deadline, ms(5000));
     let starts = db.starts();
     assert_eq!(starts.len(), 3, "{starts:?}");
     assert!((ms(2160)..=ms(2240)).contains(&starts[1]), "{starts:?}");
