@@ -144,6 +144,17 @@ async fn count_then_insert_by_5s(db: &Db) -> Result<u32, DbError> {
         .await
 }
 
+/// A statement prepared once and run in a loop, under one deadline.
+#[d1_retry(policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 5000)]
+async fn insert_each_by_5s(db: &Db, times: u32) -> Result<u32, DbError> {
+    let insert = db.prepare("INSERT INTO users (name) VALUES ('ada')");
+    let mut inserted = 0;
+    for _ in 0..times {
+        inserted = insert.run().await?;
+    }
+    Ok(inserted)
+}
+
 #[d1_retry(policy = NO_BUDGET, deadline_ms = 300)]
 async fn read_by_300ms(db: &Db) -> Result<u32, DbError> {
     db.prepare("SELECT count(*) FROM users").run().await
@@ -228,6 +239,21 @@ async fn a_later_execution_is_cut_by_what_is_left_of_the_calls_deadline() {
         "{}",
         logs.text()
     );
+}
+
+/// The same in a loop: each run of the statement gets what the runs before it left of the
+/// deadline, and none that answered is made again.
+#[tokio::test(start_paused = true)]
+async fn a_statement_run_in_a_loop_shares_the_calls_deadline() {
+    // Three inserts answer after 1.5 s each; the fourth starts 4.5 s in and hangs, with
+    // 0.5 s of the deadline left.
+    let stall = Step::Stall(ms(1500));
+    let db = Db::new([stall, stall, stall, Step::Hang]);
+    let start = Instant::now();
+    let error = insert_each_by_5s(&db, 4).await.unwrap_err();
+    cut_at(error, start, TimeLimit::Deadline, ms(5000));
+    assert_eq!(db.starts(), [ms(0), ms(1500), ms(3000), ms(4500)]);
+    assert_eq!(*db.completed.borrow(), 3);
 }
 
 #[tokio::test(start_paused = true)]
