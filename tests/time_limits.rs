@@ -33,6 +33,13 @@ fn cut_at(error: DbError, start: Instant, limit: TimeLimit, after: Duration) -> 
     timed_out
 }
 
+/// The captured lines hold `field` (`d1.withheld="deadline"`); else the test fails and
+/// shows them.
+fn assert_logged(logs: &Logs, field: &str) {
+    let text = logs.text();
+    assert!(text.contains(field), "no {field} in:\n{text}");
+}
+
 #[derive(Debug)]
 pub enum DbError {
     D1(&'static str),
@@ -198,11 +205,7 @@ async fn a_stalled_write_is_not_retried_and_the_caller_gets_the_timeout() {
     let timed_out = cut_at(error, start, TimeLimit::Attempt, ms(2000));
     assert_eq!(timed_out.operation(), "write");
     assert_eq!(db.starts().len(), 1);
-    assert!(
-        logs.text().contains("d1.withheld=\"maybe_executed_write\""),
-        "{}",
-        logs.text()
-    );
+    assert_logged(&logs, "d1.withheld=\"maybe_executed_write\"");
 }
 
 #[tokio::test(start_paused = true)]
@@ -234,11 +237,7 @@ async fn a_later_execution_is_cut_by_what_is_left_of_the_calls_deadline() {
     assert_eq!(starts[2], starts[1] + ms(1500));
     // Only the count's second attempt answered; the insert ran once.
     assert_eq!(*db.completed.borrow(), 1);
-    assert!(
-        logs.text().contains("d1.withheld=\"maybe_executed_write\""),
-        "{}",
-        logs.text()
-    );
+    assert_logged(&logs, "d1.withheld=\"maybe_executed_write\"");
 }
 
 /// The same in a loop: each run of the statement gets what the runs before it left of the
@@ -269,11 +268,7 @@ async fn no_retry_starts_whose_wait_would_end_after_the_deadline() {
     assert_eq!(starts.len(), 2);
     assert!(start.elapsed() < ms(300));
     assert_eq!(start.elapsed(), starts[1]);
-    assert!(
-        logs.text().contains("d1.withheld=\"deadline\""),
-        "{}",
-        logs.text()
-    );
+    assert_logged(&logs, "d1.withheld=\"deadline\"");
 }
 
 #[tokio::test(start_paused = true)]
@@ -347,9 +342,5 @@ async fn a_timeout_takes_a_token_from_the_retry_budget() {
     // 2 tokens -> 1 after the timeout: at or below half, so no retry.
     assert!(budgeted(&db).await.is_err());
     assert_eq!(db.starts().len(), 1);
-    assert!(
-        logs.text().contains("d1.withheld=\"budget\""),
-        "{}",
-        logs.text()
-    );
+    assert_logged(&logs, "d1.withheld=\"budget\"");
 }
