@@ -533,10 +533,9 @@ async fn operation_names_reach_the_logs() {
     tuned().named().await.ok();
     tuned().unnamed().await.ok();
     free_function(&FakeDb::failing(&[NETWORK_LOST])).await.ok();
-    let text = logs.text();
-    assert!(text.contains("d1.operation=users.lookup "), "{text}");
-    assert!(text.contains("d1.operation=Tuned::unnamed "), "{text}");
-    assert!(text.contains("d1.operation=free_function "), "{text}");
+    logs.assert_contains("d1.operation=users.lookup ");
+    logs.assert_contains("d1.operation=Tuned::unnamed ");
+    logs.assert_contains("d1.operation=free_function ");
 }
 
 #[tokio::test(start_paused = true)]

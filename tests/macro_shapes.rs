@@ -77,7 +77,7 @@ async fn async_fn_in_traits_default_and_impl() {
     assert!(repo.rename().await.is_err());
     assert_eq!(repo.db.calls(), 1);
     // A default method is named after the implementing type.
-    assert!(logs.text().contains("d1.operation=D1Repo::count "));
+    logs.assert_contains("d1.operation=D1Repo::count ");
 }
 
 #[async_trait]
@@ -147,7 +147,7 @@ async fn async_trait_methods_retry_inside_the_boxed_future() {
     repo.db = FakeDb::failing(&[NETWORK_LOST]);
     assert!(repo.rename("lin".to_owned()).await.is_err());
     assert_eq!(repo.db.calls(), 1);
-    assert!(logs.text().contains("d1.operation=BoxedRepo::find "));
+    logs.assert_contains("d1.operation=BoxedRepo::find ");
 }
 
 struct Traced {

@@ -33,13 +33,6 @@ fn cut_at(error: DbError, start: Instant, limit: TimeLimit, after: Duration) -> 
     timed_out
 }
 
-/// The captured lines hold `field` (`d1.withheld="deadline"`); else the test fails and
-/// shows them.
-fn assert_logged(logs: &Logs, field: &str) {
-    let text = logs.text();
-    assert!(text.contains(field), "no {field} in:\n{text}");
-}
-
 #[derive(Debug)]
 pub enum DbError {
     D1(&'static str),
@@ -185,15 +178,8 @@ async fn a_stalled_read_is_cut_and_retried() {
     let second = starts[1];
     assert!((ms(2160)..=ms(2240)).contains(&second), "{second:?}");
     assert_eq!(start.elapsed(), second);
-    let text = logs.text();
-    assert!(
-        text.contains("d1.failure_class=\"maybe_executed\""),
-        "{text}"
-    );
-    assert!(
-        text.contains("D1 call timed out: read passed its attempt timeout of 2000 ms"),
-        "{text}"
-    );
+    logs.assert_contains("d1.failure_class=\"maybe_executed\"");
+    logs.assert_contains("D1 call timed out: read passed its attempt timeout of 2000 ms");
 }
 
 #[tokio::test(start_paused = true)]
@@ -205,7 +191,7 @@ async fn a_stalled_write_is_not_retried_and_the_caller_gets_the_timeout() {
     let timed_out = cut_at(error, start, TimeLimit::Attempt, ms(2000));
     assert_eq!(timed_out.operation(), "write");
     assert_eq!(db.starts().len(), 1);
-    assert_logged(&logs, "d1.withheld=\"maybe_executed_write\"");
+    logs.assert_contains("d1.withheld=\"maybe_executed_write\"");
 }
 
 #[tokio::test(start_paused = true)]
@@ -237,7 +223,7 @@ async fn a_later_execution_is_cut_by_what_is_left_of_the_calls_deadline() {
     assert_eq!(starts[2], starts[1] + ms(1500));
     // Only the count's second attempt answered; the insert ran once.
     assert_eq!(*db.completed.borrow(), 1);
-    assert_logged(&logs, "d1.withheld=\"maybe_executed_write\"");
+    logs.assert_contains("d1.withheld=\"maybe_executed_write\"");
 }
 
 /// The same in a loop: each run of the statement gets what the runs before it left of the
@@ -268,7 +254,7 @@ async fn no_retry_starts_whose_wait_would_end_after_the_deadline() {
     assert_eq!(starts.len(), 2);
     assert!(start.elapsed() < ms(300));
     assert_eq!(start.elapsed(), starts[1]);
-    assert_logged(&logs, "d1.withheld=\"deadline\"");
+    logs.assert_contains("d1.withheld=\"deadline\"");
 }
 
 #[tokio::test(start_paused = true)]
@@ -342,5 +328,5 @@ async fn a_timeout_takes_a_token_from_the_retry_budget() {
     // 2 tokens -> 1 after the timeout: at or below half, so no retry.
     assert!(budgeted(&db).await.is_err());
     assert_eq!(db.starts().len(), 1);
-    assert_logged(&logs, "d1.withheld=\"budget\"");
+    logs.assert_contains("d1.withheld=\"budget\"");
 }

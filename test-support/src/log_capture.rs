@@ -49,6 +49,14 @@ impl Logs {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
+    /// Fails the test, showing every captured line, unless they hold `text`
+    /// (`d1.withheld="deadline"`, a message).
+    #[track_caller]
+    pub fn assert_contains(&self, text: &str) {
+        let captured = self.text();
+        assert!(captured.contains(text), "no {text} in:\n{captured}");
+    }
+
     /// Everything captured so far, one string a line.
     pub fn lines(&self) -> Vec<String> {
         self.text().lines().map(str::to_owned).collect()
