@@ -58,9 +58,11 @@
 //!
 //! Every failure is sorted into one of three classes from D1's error vocabulary
 //! ([`classify`]): *not executed* (D1 was never reached), *maybe executed*, or *permanent*
-//! (retrying cannot help). Every statement is judged read-only or not by [`is_read_only`],
-//! which lexes SQL the way SQLite does: at compile time when the SQL is a literal or a
-//! constant, at run time otherwise. The attribute retries each D1 call in the body on its
+//! (retrying cannot help). Every statement is judged read-only or not by
+//! [`is_read_only_prepared`] (SQL handed to `prepare`, which D1 sends to SQLite whole) or
+//! [`is_read_only`] (SQL handed to `exec`, which D1 runs line by line), which lex SQL the way
+//! SQLite does: at compile time when the SQL is a literal or a constant, at run time
+//! otherwise. The attribute retries each D1 call in the body on its
 //! own (a completed statement never runs again, and nothing else in the body runs twice),
 //! and [`decide`] holds the table:
 //!

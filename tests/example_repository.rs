@@ -290,7 +290,8 @@ async fn find_user_reads_through_every_transient_failure() {
 
 #[tokio::test(start_paused = true)]
 async fn user_orders_reads_through_every_transient_failure() {
-    let sql = "FROM orders WHERE user_id = ?1";
+    // Over several lines, with a comment across two: a prepared read all the same.
+    let sql = "FROM orders /* a user's orders, in the order\n";
     let check = |orders: &[shop::Order]| {
         let rows: Vec<(i64, i64, &str, i64)> = orders
             .iter()

@@ -13,8 +13,12 @@
 //! `read_only_100_bytes` times one call on a ~100-byte read built at run time (so the
 //! compiler cannot judge it), for the per-call cost.
 //!
+//! Each group times both verdicts: `is_read_only` (text that `exec()` may run line by
+//! line) and `is_read_only_prepared` (a prepared statement, sent to SQLite whole, which is
+//! what SQLite's `prepare` judges here too).
+//!
 //! Every set is checked against SQLite before it is timed: a statement SQLite calls a
-//! write that the scanner calls read-only fails the run.
+//! write that either verdict calls read-only fails the run.
 //!
 //! Run: `cargo bench --bench read_only -- --warm-up-time 1 --measurement-time 3`
 
@@ -24,7 +28,7 @@ use std::hint::black_box;
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use d1_retry::is_read_only;
+use d1_retry::{is_read_only, is_read_only_prepared};
 use rusqlite::Connection;
 use sqlparser::dialect::SQLiteDialect;
 use sqlparser::tokenizer::Tokenizer;
@@ -50,10 +54,10 @@ fn sqlite_read_only(connection: &Connection, sql: &str) -> bool {
 }
 
 /// A D1 call is read-only when every statement in it is.
-fn scanner(calls: &[Vec<String>]) -> usize {
+fn scanner(calls: &[Vec<String>], verdict: impl Fn(&str) -> bool) -> usize {
     calls
         .iter()
-        .filter(|call| call.iter().all(|sql| is_read_only(sql)))
+        .filter(|call| call.iter().all(|sql| verdict(sql)))
         .count()
 }
 
@@ -92,7 +96,11 @@ struct Confusion {
 fn confusion(name: &str, connection: &Connection, calls: &[Vec<String>]) -> Confusion {
     let mut confusion = Confusion::default();
     for sql in calls.iter().flatten() {
-        match (is_read_only(sql), sqlite_read_only(connection, sql)) {
+        let sqlite = sqlite_read_only(connection, sql);
+        if is_read_only_prepared(sql) && !sqlite {
+            confusion.dangerous.push(format!("(prepared) {sql}"));
+        }
+        match (is_read_only(sql), sqlite) {
             (true, true) => confusion.both_read += 1,
             (false, false) => confusion.both_write += 1,
             (false, true) => confusion.lost_retry += 1,
@@ -122,7 +130,10 @@ fn compare(
     calls: &[Vec<String>],
 ) {
     group.bench_function("d1_retry_is_read_only", |b| {
-        b.iter(|| scanner(black_box(calls)));
+        b.iter(|| scanner(black_box(calls), is_read_only));
+    });
+    group.bench_function("d1_retry_is_read_only_prepared", |b| {
+        b.iter(|| scanner(black_box(calls), is_read_only_prepared));
     });
     group.bench_function("sqlparser_tokenize", |b| {
         b.iter(|| sqlparser_tokens(black_box(calls)));

@@ -23,7 +23,7 @@ use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Expr, ExprMethodCall, Ident, Local, Macro, Pat, Stmt, Token};
 
-use crate::sql::{Sql, judge};
+use crate::sql::{Handed, Sql, judge};
 
 /// Method names that run SQL on a D1 statement, session or database.
 const EXECUTIONS: [&str; 8] = [
@@ -227,14 +227,14 @@ impl Finder<'_> {
             }
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
                 if let Some(sql) = call.args.first_mut() {
-                    self.sql_argument(sql, slot, out);
+                    self.sql_argument(sql, Handed::Prepare, slot, out);
                 }
             }
             Expr::Call(call) if is_prepare_path(&call.func) && !call.args.is_empty() => {
                 // `D1Database::prepare(&db, sql)`: the SQL comes after the database.
                 let index = call.args.len().min(2) - 1;
                 if let Some(sql) = call.args.iter_mut().nth(index) {
-                    self.sql_argument(sql, slot, out);
+                    self.sql_argument(sql, Handed::Prepare, slot, out);
                 }
             }
             Expr::Macro(mac)
@@ -250,7 +250,7 @@ impl Finder<'_> {
                 let args =
                     Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
                 let sql = match args.ok().and_then(|args| args.into_iter().nth(1)) {
-                    Some(sql) => match judge(&sql) {
+                    Some(sql) => match judge(&sql, Handed::Prepare) {
                         Sql::Dynamic => Sql::Unseen,
                         known => known,
                     },
@@ -277,17 +277,24 @@ impl Finder<'_> {
         }
     }
 
-    /// Judges SQL handed to `prepare` or `exec`, wrapping dynamic SQL to be scanned
-    /// (per-call) or observed (whole-body `read_only`), and constant SQL to be checked
-    /// (whole-body `read_only`).
-    fn sql_argument(&mut self, sql: &mut Expr, slot: Option<&Ident>, out: &mut Statements) {
-        let judged = judge(sql);
+    /// Judges SQL handed to `prepare` or `exec` (`handed`), wrapping dynamic SQL to be
+    /// scanned (per-call) or observed (whole-body `read_only`), and constant SQL to be
+    /// checked (whole-body `read_only`).
+    fn sql_argument(
+        &mut self,
+        sql: &mut Expr,
+        handed: Handed,
+        slot: Option<&Ident>,
+        out: &mut Statements,
+    ) {
+        let judged = judge(sql, handed);
         let span = sql.span();
         let private = &self.names.private;
         match (&judged, self.mode) {
             (Sql::Dynamic, Mode::PerCall) => match slot {
                 Some(slot) => {
-                    *sql = Expr::Verbatim(scanned(private, sql, &quote!(#slot.scan), span));
+                    let scan = handed.recorder("scan", span);
+                    *sql = Expr::Verbatim(scanned(private, sql, &quote!(#slot.#scan), span));
                     out.scans += 1;
                 }
                 None => {
@@ -299,14 +306,16 @@ impl Finder<'_> {
             },
             (Sql::Dynamic, Mode::WholeBody { read_only: true }) => {
                 let attempt = &self.names.attempt;
-                *sql = Expr::Verbatim(scanned(private, sql, &quote!(#attempt.observe), span));
+                let observe = handed.recorder("observe", span);
+                *sql = Expr::Verbatim(scanned(private, sql, &quote!(#attempt.#observe), span));
             }
-            (Sql::Const(expr), Mode::WholeBody { read_only: true }) => {
+            (Sql::Const(expr, handed), Mode::WholeBody { read_only: true }) => {
                 let message = READ_ONLY_CONST_WRITE;
+                let scanner = handed.scanner(expr.span());
                 *sql = Expr::Verbatim(quote_spanned! {expr.span()=>
                     {
                         const {
-                            if !#private::is_read_only(#expr) {
+                            if !#private::#scanner(#expr) {
                                 ::core::panic!(#message);
                             }
                         };
@@ -331,9 +340,12 @@ impl Finder<'_> {
                 Sql::Literal { read_only, .. } => {
                     Some(quote!(#private::Access::judged(#read_only)))
                 }
-                Sql::Const(expr) => Some(quote_spanned! {expr.span()=>
-                    #private::Access::judged(const { #private::is_read_only(#expr) })
-                }),
+                Sql::Const(expr, handed) => {
+                    let scanner = handed.scanner(expr.span());
+                    Some(quote_spanned! {expr.span()=>
+                        #private::Access::judged(const { #private::#scanner(#expr) })
+                    })
+                }
                 Sql::Unseen => Some(quote!(#private::Access::Unseen)),
                 // Read from the slots below.
                 Sql::Dynamic => None,
@@ -398,7 +410,7 @@ impl Finder<'_> {
             if method == "exec"
                 && let Some(arg) = call.args.first_mut()
             {
-                self.sql_argument(arg, None, &mut statements);
+                self.sql_argument(arg, Handed::Exec, None, &mut statements);
             }
             self.executions.push(Execution {
                 method,
@@ -421,7 +433,7 @@ impl Finder<'_> {
             }
             "exec" => {
                 if let Some(arg) = call.args.first_mut() {
-                    self.sql_argument(arg, scan_into, &mut statements);
+                    self.sql_argument(arg, Handed::Exec, scan_into, &mut statements);
                 }
             }
             // Dumping reads the whole database.
@@ -587,13 +599,13 @@ impl Finder<'_> {
         match expr {
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
                 if let Some(sql) = call.args.first_mut() {
-                    self.sql_argument(sql, None, &mut statements);
+                    self.sql_argument(sql, Handed::Prepare, None, &mut statements);
                 }
             }
             Expr::Call(call) if is_prepare_path(&call.func) && !call.args.is_empty() => {
                 let index = call.args.len().min(2) - 1;
                 if let Some(sql) = call.args.iter_mut().nth(index) {
-                    self.sql_argument(sql, None, &mut statements);
+                    self.sql_argument(sql, Handed::Prepare, None, &mut statements);
                 }
             }
             _ => {}
@@ -1074,7 +1086,7 @@ mod tests {
                             read_only: true, ..
                         } => "read",
                         Sql::Literal { .. } => "write",
-                        Sql::Const(_) => "const",
+                        Sql::Const(..) => "const",
                         Sql::Dynamic => "dynamic",
                         Sql::Unseen => "unseen",
                     })

@@ -1,6 +1,6 @@
 //! What can be told about a statement's SQL before the program runs.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Ident, Span, TokenStream};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
@@ -18,7 +18,7 @@ pub(crate) enum Sql {
     /// A constant expression (a path to a `const &str`, a `concat!` with macros in it),
     /// judged by the compiler through the `const fn` scanner where it is used, so that a
     /// function-local `const` or a shadowing one is the one judged.
-    Const(Expr),
+    Const(Expr, Handed),
     /// Computed at run time: scanned where it is handed to `prepare` or `exec`.
     Dynamic,
     /// Out of sight (a statement built by a helper, passed in, collected into a `Vec`,
@@ -40,36 +40,73 @@ impl Sql {
     }
 }
 
-/// Judges the SQL argument `sql`.
-pub(crate) fn judge(sql: &Expr) -> Sql {
+/// Where SQL is handed, which decides how it is judged.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Handed {
+    /// To `prepare`: D1 sends the statement to SQLite whole.
+    Prepare,
+    /// To `exec`: D1 runs each line as a query of its own.
+    Exec,
+}
+
+impl Handed {
+    fn read_only(self, text: &str) -> bool {
+        match self {
+            Handed::Prepare => d1_retry_runtime::is_read_only_prepared(text),
+            Handed::Exec => d1_retry_runtime::is_read_only(text),
+        }
+    }
+
+    /// The runtime's `const fn` scanner for SQL handed here, named at `span`.
+    pub(crate) fn scanner(self, span: Span) -> Ident {
+        let name = match self {
+            Handed::Prepare => "is_read_only_prepared",
+            Handed::Exec => "is_read_only",
+        };
+        Ident::new(name, span)
+    }
+
+    /// The method of the run-time record (`SqlSlot::scan*`, `Attempt::observe*`) that
+    /// judges dynamic SQL handed here, named at `span`.
+    pub(crate) fn recorder(self, base: &str, span: Span) -> Ident {
+        let name = match self {
+            Handed::Prepare => format!("{base}_prepared"),
+            Handed::Exec => base.to_owned(),
+        };
+        Ident::new(&name, span)
+    }
+}
+
+/// Judges the SQL argument `sql`, handed to `handed`.
+pub(crate) fn judge(sql: &Expr, handed: Handed) -> Sql {
     match sql {
-        Expr::Group(group) => judge(&group.expr),
-        Expr::Paren(paren) => judge(&paren.expr),
-        Expr::Reference(reference) => match judge(&reference.expr) {
+        Expr::Group(group) => judge(&group.expr, handed),
+        Expr::Paren(paren) => judge(&paren.expr, handed),
+        Expr::Reference(reference) => match judge(&reference.expr, handed) {
             // `&CONST` judged as `CONST`.
-            Sql::Const(_) => Sql::Const((*reference.expr).clone()),
+            Sql::Const(..) => Sql::Const((*reference.expr).clone(), handed),
             other => other,
         },
         Expr::Lit(ExprLit {
             lit: Lit::Str(text),
             ..
-        }) => literal(text.value(), text.span()),
+        }) => literal(text.value(), text.span(), handed),
         Expr::Macro(mac) if mac.mac.path.is_ident("concat") => {
             match concat_literals(&mac.mac.tokens) {
-                Some(text) => literal(text, mac.span()),
-                None => Sql::Const(sql.clone()),
+                Some(text) => literal(text, mac.span(), handed),
+                None => Sql::Const(sql.clone(), handed),
             }
         }
         Expr::Path(path) if path.qself.is_some() || looks_constant(&path.path) => {
-            Sql::Const(sql.clone())
+            Sql::Const(sql.clone(), handed)
         }
         _ => Sql::Dynamic,
     }
 }
 
-fn literal(text: String, span: Span) -> Sql {
+fn literal(text: String, span: Span, handed: Handed) -> Sql {
     Sql::Literal {
-        read_only: d1_retry_runtime::is_read_only(&text),
+        read_only: handed.read_only(&text),
         text,
         span,
     }
@@ -126,12 +163,12 @@ mod tests {
 
     fn kind(sql: &str) -> &'static str {
         let expr: Expr = syn::parse_str(sql).unwrap_or_else(|e| panic!("{e}: {sql}"));
-        match judge(&expr) {
+        match judge(&expr, Handed::Prepare) {
             Sql::Literal {
                 read_only: true, ..
             } => "read",
             Sql::Literal { .. } => "write",
-            Sql::Const(_) => "const",
+            Sql::Const(..) => "const",
             Sql::Dynamic => "dynamic",
             Sql::Unseen => "unseen",
         }
@@ -151,6 +188,28 @@ mod tests {
         assert_eq!(kind("sql"), "dynamic");
         assert_eq!(kind("&sql"), "dynamic");
         assert_eq!(kind(r#"format!("SELECT {}", 1)"#), "dynamic");
+    }
+
+    /// SQL over several lines is a read handed to `prepare` (sent to SQLite whole), and
+    /// may write handed to `exec` (run line by line); a constant carries where it goes.
+    #[test]
+    fn sql_is_judged_by_where_it_is_handed() {
+        let multi_line: Expr = syn::parse_str(r#""SELECT 1 /* a\nDELETE FROM t;\n*/""#).unwrap();
+        for (handed, read_only) in [(Handed::Prepare, true), (Handed::Exec, false)] {
+            match judge(&multi_line, handed) {
+                Sql::Literal { read_only: r, .. } => assert_eq!(r, read_only, "{handed:?}"),
+                _ => panic!("a literal"),
+            }
+        }
+        let constant: Expr = syn::parse_str("&queries::FIND").unwrap();
+        for handed in [Handed::Prepare, Handed::Exec] {
+            assert!(matches!(judge(&constant, handed), Sql::Const(_, h) if h == handed));
+        }
+        let span = Span::call_site();
+        assert_eq!(Handed::Prepare.scanner(span), "is_read_only_prepared");
+        assert_eq!(Handed::Exec.scanner(span), "is_read_only");
+        assert_eq!(Handed::Prepare.recorder("scan", span), "scan_prepared");
+        assert_eq!(Handed::Exec.recorder("observe", span), "observe");
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub use crate::driver::{Attempt, Driver, Plan, Turn};
 pub use crate::execution::{Attempting, Execution, Once, PlainExecution};
 pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
 pub use crate::operation::OperationName;
-pub use crate::read_only::is_read_only;
+pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::receiver::{
     ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried,
     ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText,

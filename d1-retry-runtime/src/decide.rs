@@ -39,6 +39,7 @@ pub enum Access {
 
 impl Access {
     /// `ReadOnly` when `read_only`, else `Write`: the verdict of
+    /// [`is_read_only_prepared`](crate::is_read_only_prepared) or
     /// [`is_read_only`](crate::is_read_only).
     #[must_use]
     pub const fn judged(read_only: bool) -> Self {

@@ -16,7 +16,7 @@ use crate::failure::Failure;
 use crate::operation::OperationName;
 use crate::scope::Inside;
 use crate::timeout::{TimeLimit, TimedOut};
-use crate::{RetryPolicy, Sleeper, Stopwatch, is_read_only};
+use crate::{RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
 ///
@@ -256,10 +256,20 @@ impl<'a> Attempt<'a> {
         }
     }
 
-    /// Scans dynamic SQL as it is passed to `prepare` or `exec`: text is judged, anything
-    /// else counts as a write (and is logged: the function was declared `read_only`).
+    /// Scans dynamic SQL as it is passed to `exec`: text is judged, anything else counts as
+    /// a write (and is logged: the function was declared `read_only`).
     pub fn observe(&self, sql: Option<&str>) {
-        if !sql.is_some_and(is_read_only) {
+        self.record(sql, sql.is_some_and(is_read_only));
+    }
+
+    /// [`observe`](Self::observe) for SQL passed to `prepare`, which D1 sends to SQLite
+    /// whole (see [`is_read_only_prepared`]).
+    pub fn observe_prepared(&self, sql: Option<&str>) {
+        self.record(sql, sql.is_some_and(is_read_only_prepared));
+    }
+
+    fn record(&self, sql: Option<&str>, read_only: bool) {
+        if !read_only {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
             crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
         }

@@ -6,8 +6,10 @@
 //!
 //! - [`classify()`] and [`classify_message`] sort a failure into a [`FailureClass`]: the
 //!   statement was *not executed*, *maybe executed*, or the failure is *permanent*.
-//! - [`is_read_only`] decides, the way SQLite would, whether SQL can write; it is a
-//!   `const fn`, so constant SQL is judged by the compiler.
+//! - [`is_read_only`] decides, the way SQLite would, whether SQL can write, and
+//!   [`is_read_only_prepared`] whether a prepared statement's SQL can (D1 sends it to SQLite
+//!   whole, where `exec()` runs each line on its own); they are `const fn`s, so constant SQL
+//!   is judged by the compiler.
 //! - [`should_retry`] combines the two: not-executed failures are retried, maybe-executed
 //!   ones only for read-only SQL, permanent ones never; [`decide()`] is the whole retry
 //!   table, with the attempt limit, the budget and nesting.
@@ -69,7 +71,7 @@ pub use crate::class::FailureClass;
 pub use crate::classify::{classify, classify_message};
 pub use crate::decide::{Access, Facts, Withheld, decide, should_retry};
 pub use crate::policy::{PolicyError, RetryPolicy};
-pub use crate::read_only::is_read_only;
+pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::receiver::D1Receiver;
 pub use crate::retry::Retry;
 #[cfg(not(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32"))))]

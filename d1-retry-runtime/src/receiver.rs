@@ -18,7 +18,7 @@ use crate::call::{Call, TimedCall, execute, execute_timed};
 use crate::decide::Access;
 use crate::failure::Failure;
 use crate::timeout::TimedOut;
-use crate::{Sleeper, is_read_only};
+use crate::{Sleeper, is_read_only, is_read_only_prepared};
 
 /// Marks a type whose `first`, `all`, `run`, `raw`, `raw_js_value`, `batch`, `exec` and
 /// `dump` methods (and `.await`, if it is `IntoFuture`) run a D1 statement, so that
@@ -321,9 +321,15 @@ impl<Q: ?Sized> ViaSqlOther for SqlProbe<'_, Q> {
 }
 
 impl SqlSlot {
-    /// Scans SQL handed to `prepare` or `exec`: text is judged, anything else is a write.
+    /// Scans SQL handed to `exec`: text is judged, anything else is a write.
     pub fn scan(&self, sql: Option<&str>) {
         self.record(sql.is_some_and(is_read_only));
+    }
+
+    /// Scans SQL handed to `prepare`, which D1 sends to SQLite whole (see
+    /// [`is_read_only_prepared`]): text is judged, anything else is a write.
+    pub fn scan_prepared(&self, sql: Option<&str>) {
+        self.record(sql.is_some_and(is_read_only_prepared));
     }
 }
 

@@ -73,7 +73,9 @@ impl<'a> Retry<'a, DefaultSleeper> {
 
 impl<'a, S> Retry<'a, S> {
     /// Whether every statement the attempt runs is read-only, so that failures after which
-    /// it may have run can be retried. Pass the verdict of [`is_read_only`](crate::is_read_only).
+    /// it may have run can be retried. Pass the verdict of
+    /// [`is_read_only_prepared`](crate::is_read_only_prepared) for SQL handed to `prepare`,
+    /// of [`is_read_only`](crate::is_read_only) for SQL handed to `exec`.
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.access = if read_only {
             Access::ReadOnly

@@ -168,6 +168,22 @@ fn no_write_in_the_corpus_is_called_read_only() {
         "the scanner kept too few reads:\n{}",
         matrix.markdown()
     );
+    assert_prepared(&matrix);
+}
+
+/// As prepared statements: no write called read-only, and every read `is_read_only` keeps
+/// is kept (it is also a whole-text read), and more.
+fn assert_prepared(matrix: &Matrix) {
+    assert!(
+        matrix.prepared_writes_called_reads.is_empty(),
+        "SQLite says these write, the scanner says read-only as prepared statements:\n{}",
+        matrix.prepared_writes_called_reads.join("\n")
+    );
+    assert!(
+        matrix.prepared_reads_kept >= matrix.reads_kept,
+        "prepared statements kept fewer reads than exec text:\n{}",
+        matrix.markdown()
+    );
 }
 
 /// The same seed gives the same corpus; another seed, another one.
@@ -307,6 +323,7 @@ fn public_corpus() {
         "the scanner kept too few reads:\n{}",
         matrix.markdown()
     );
+    assert_prepared(&matrix);
 }
 
 #[test]

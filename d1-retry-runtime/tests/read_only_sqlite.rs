@@ -7,7 +7,9 @@
 //! counted. Everything is seeded, so a run is reproducible.
 //!
 //! D1's `exec()` runs each line of its text as a query of its own, so whatever the scanner
-//! calls read-only is also checked line by line.
+//! calls read-only is also checked line by line. A prepared statement is sent to SQLite
+//! whole, so `is_read_only_prepared` is checked against the whole text, and must keep every
+//! read `is_read_only` keeps.
 //!
 //! `SHOW_FALSE_WRITES=1` lists the reads the scanner calls writes; `SHOW_UNPREPARED=1`
 //! shows why some generated text does not prepare.
@@ -15,7 +17,7 @@
 use std::cell::RefCell;
 use std::fmt;
 
-use d1_retry_runtime::is_read_only;
+use d1_retry_runtime::{is_read_only, is_read_only_prepared};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rusqlite::fallible_iterator::FallibleIterator;
@@ -115,16 +117,33 @@ struct Tally {
     reads_called_writes: Vec<String>,
     writes_called_reads: Vec<String>,
     exec_line_writes_called_reads: Vec<String>,
+    /// Reads `is_read_only_prepared` keeps, of `sqlite_reads`.
+    prepared_reads_kept: usize,
+    /// Writes `is_read_only_prepared` calls read-only.
+    prepared_writes_called_reads: Vec<String>,
+    /// Texts `is_read_only` calls read-only and `is_read_only_prepared` does not.
+    prepared_stricter: Vec<String>,
 }
 
 impl Tally {
-    /// Judges `sql` with the scanner and with SQLite, and counts the outcome. Returns
-    /// SQLite's verdict, the scanner's, and whether a line of `sql` writes under `exec()`
-    /// (only looked at when the scanner says read-only).
+    /// Judges `sql` with the scanner (both verdicts) and with SQLite, and counts the
+    /// outcome. Returns SQLite's verdict, the scanner's, and whether a line of `sql` writes
+    /// under `exec()` (only looked at when the scanner says read-only).
     fn record(&mut self, connection: &Connection, sql: &str) -> (Oracle, bool, bool) {
         self.generated += 1;
         let scanner_read = is_read_only(sql);
+        let prepared_read = is_read_only_prepared(sql);
         let sqlite = oracle(connection, sql);
+        if scanner_read && !prepared_read {
+            self.prepared_stricter.push(sql.to_owned());
+        }
+        match sqlite {
+            Oracle::Read if prepared_read => self.prepared_reads_kept += 1,
+            Oracle::Write if prepared_read => {
+                self.prepared_writes_called_reads.push(sql.to_owned())
+            }
+            _ => {}
+        }
         match sqlite {
             Oracle::Unprepared => {
                 self.unprepared += 1;
@@ -157,7 +176,10 @@ impl Tally {
     }
 
     fn dangerous(&self) -> usize {
-        self.writes_called_reads.len() + self.exec_line_writes_called_reads.len()
+        self.writes_called_reads.len()
+            + self.exec_line_writes_called_reads.len()
+            + self.prepared_writes_called_reads.len()
+            + self.prepared_stricter.len()
     }
 
     fn kept_share(&self) -> f64 {
@@ -179,16 +201,27 @@ impl fmt::Display for Tally {
             100.0 * self.kept_share(),
             self.reads_called_writes.len()
         )?;
+        writeln!(
+            f,
+            "prepared (sent whole): {} reads kept ({:.1} %)",
+            self.prepared_reads_kept,
+            100.0 * self.prepared_reads_kept as f64 / self.sqlite_reads.max(1) as f64
+        )?;
         write!(
             f,
-            "dangerous: {} writes called read-only, {} texts whose lines write under D1 exec()",
+            "dangerous: {} writes called read-only, {} texts whose lines write under D1 exec(), \
+             {} writes called read-only as prepared statements, {} reads of exec lost when prepared",
             self.writes_called_reads.len(),
-            self.exec_line_writes_called_reads.len()
+            self.exec_line_writes_called_reads.len(),
+            self.prepared_writes_called_reads.len(),
+            self.prepared_stricter.len()
         )?;
         for sql in self
             .writes_called_reads
             .iter()
             .chain(&self.exec_line_writes_called_reads)
+            .chain(&self.prepared_writes_called_reads)
+            .chain(&self.prepared_stricter)
         {
             write!(f, "\n  DANGEROUS: {sql:?}")?;
         }
@@ -219,6 +252,15 @@ fn differential(name: &str, cases: u32, strategy: impl Strategy<Value = String>)
         prop_assert!(
             !exec_line_writes,
             "a line of this text writes when D1 exec() runs it, the scanner says read-only: {sql:?}"
+        );
+        let prepared_read = is_read_only_prepared(&sql);
+        prop_assert!(
+            !(prepared_read && sqlite == Oracle::Write),
+            "SQLite says write, the scanner says read-only as a prepared statement: {sql:?}"
+        );
+        prop_assert!(
+            prepared_read || !scanner_read,
+            "read-only as exec text, not as a prepared statement: {sql:?}"
         );
         Ok(())
     });
@@ -596,6 +638,12 @@ fn generated_sql_agrees_with_sqlite() {
     assert!(
         tally.kept_share() >= 0.4,
         "too many reads called writes:\n{tally}"
+    );
+    // Sent whole, the line breaks the generator puts inside strings, comments, aliases
+    // and calls cost nothing: most of the reads lost to `exec()`'s lines are kept.
+    assert!(
+        tally.prepared_reads_kept >= tally.reads_kept + tally.sqlite_reads / 5,
+        "too few reads kept as prepared statements:\n{tally}"
     );
 }
 
@@ -1178,6 +1226,59 @@ const AGREES: &[&str] = &[
     "EXPLAIN BEGIN\nIMMEDIATE",
 ];
 
+/// Reads that `exec()` would run line by line into something else (so `is_read_only` calls
+/// them writes) and that SQLite, given each whole as a prepared statement, reads.
+const PREPARED_READS: &[&str] = &[
+    "SELECT id FROM users /* active\n   ones only */ WHERE deleted_at IS NULL",
+    "SELECT id FROM users /*\nDELETE FROM users;\n*/ WHERE id = 1",
+    "SELECT 'line one\nline two' AS text",
+    "SELECT name FROM users WHERE name = 'a;\nDROP TABLE users; --'",
+    "SELECT 1 AS \"two\nlines\"",
+    "SELECT [a\nb] FROM (SELECT 1 AS [a\nb])",
+    "SELECT `a\nb` FROM (SELECT 1 AS `a\nb`)",
+    "SELECT id,\n  replace FROM kw",
+    "SELECT id,\n  begin, savepoint\nFROM kw",
+    "SELECT 1 AS\nreindex",
+    "SELECT users.\nreplace FROM users",
+    "SELECT * FROM users\nWHERE name IN ('a\nb')",
+    "WITH x AS (SELECT 1 AS pragma)\nSELECT\npragma FROM x",
+    "SELECT 1;\nSELECT 'a\nb'",
+    "EXPLAIN SELECT 'a\nb'",
+];
+
+/// Prepared statements that write, whatever their lines hold.
+const PREPARED_WRITES: &[&str] = &[
+    "SELECT 1;\nDELETE FROM users",
+    "SELECT 'a\nb';\nDELETE FROM users",
+    "/* a\nb */ DELETE FROM users",
+    "WITH x AS (SELECT 'a\nb')\nDELETE FROM users",
+    "INSERT INTO users (name) VALUES ('a\nb')",
+    "SELECT 1 /*\n*/; UPDATE users SET name = 'x'",
+    "EXPLAIN\nDELETE FROM users",
+];
+
+#[test]
+fn prepared_statements_are_read_whole() {
+    let connection = database();
+    for sql in PREPARED_READS {
+        assert_eq!(
+            oracle(&connection, sql),
+            Oracle::Read,
+            "{sql:?} is a read for SQLite"
+        );
+        assert!(is_read_only_prepared(sql), "{sql:?} is a prepared read");
+        assert!(!is_read_only(sql), "{sql:?} is a write as exec text");
+    }
+    for sql in PREPARED_WRITES {
+        assert_eq!(
+            oracle(&connection, sql),
+            Oracle::Write,
+            "{sql:?} is a write for SQLite"
+        );
+        assert!(!is_read_only_prepared(sql), "{sql:?} writes");
+    }
+}
+
 #[test]
 fn hand_written_statements_agree_with_sqlite() {
     let connection = database();
@@ -1191,6 +1292,13 @@ fn hand_written_statements_agree_with_sqlite() {
         };
         if is_read_only(sql) != expected {
             wrong.push(format!("  {sql:?}: SQLite says {sqlite:?}"));
+        }
+        // What exec text keeps, a prepared statement keeps; and a write stays one.
+        let prepared = is_read_only_prepared(sql);
+        if (expected && !prepared) || (prepared && oracle(&connection, sql) == Oracle::Write) {
+            wrong.push(format!(
+                "  {sql:?} as a prepared statement: SQLite says {sqlite:?}"
+            ));
         }
     }
     for (sql, reason) in CONSERVATIVE {
@@ -1219,6 +1327,23 @@ proptest! {
     #[test]
     fn any_text_gets_a_verdict(sql in any::<String>()) {
         let _ = is_read_only(&sql);
+        let _ = is_read_only_prepared(&sql);
+    }
+
+    /// Whatever `is_read_only` keeps, `is_read_only_prepared` keeps: it only drops rules.
+    #[test]
+    fn a_prepared_statement_keeps_every_read_of_exec(sql in prop_oneof![any::<String>(), soup(), lines()]) {
+        prop_assert!(!is_read_only(&sql) || is_read_only_prepared(&sql), "{:?}", sql);
+    }
+
+    /// After a `;`, a write is seen in a prepared statement too, unless what comes before
+    /// leaves it inside a string, quoted name or comment (where SQLite does not run it).
+    #[test]
+    fn a_write_after_a_statement_is_never_hidden_when_prepared(sql in prop_oneof![any::<String>(), soup()]) {
+        let text = format!("{sql}\n;DELETE FROM users");
+        if is_read_only_prepared(&text) {
+            prop_assert_ne!(oracle(&database(), &text), Oracle::Write, "{:?}", text);
+        }
     }
 
     /// Whatever comes before, a write on a line of its own is seen.

@@ -8,9 +8,11 @@
 //! lexed at all (`1.5e3` is read as `1`, `.`, `5e3`: a dot and two words that are never
 //! keywords), and why operators are single bytes.
 //!
-//! Both functions also report, as they go, what no verdict can survive: a NUL byte, a
-//! string, quoted name or block comment that runs over a line break (D1's `exec()` would run
-//! its inner lines as SQL), and Tcl-style parameters, so that no token is walked twice.
+//! Both functions also report, as they go, what no verdict can survive: a NUL byte,
+//! Tcl-style parameters, and, for text run line by line (`by_line`: D1's `exec()` runs each
+//! line as a query of its own), a string, quoted name or block comment that runs over a line
+//! break, whose inner lines would run as SQL; so that no token is walked twice. Text sent to
+//! SQLite whole (a prepared statement) has no such lines: there `\n` is a space.
 //! [`skip`] looks up each byte once in a `const` table of byte classes, eight at a time.
 
 use super::keyword;
@@ -22,8 +24,8 @@ pub(super) enum Kind {
     Space,
     /// A run of spaces holding at least one `\n`: a new line begins after it.
     LineBreak,
-    /// `-- ...` up to the line break, or `/* ... */` on one line (to the end of the input if
-    /// unterminated).
+    /// `-- ...` up to the line break, or `/* ... */` (to the end of the input if
+    /// unterminated), on one line when the text is run `by_line`.
     Comment,
     /// A run of identifier bytes: a keyword, a bare name, or the digits of a number.
     Word,
@@ -35,7 +37,8 @@ pub(super) enum Kind {
     CloseParen,
     /// `;`: ends a statement.
     Semicolon,
-    /// A string or a quoted name (`'...'`, `"..."`, `` `...` ``, `[...]`), on one line.
+    /// A string or a quoted name (`'...'`, `"..."`, `` `...` ``, `[...]`), on one line when
+    /// the text is run `by_line`.
     Quoted,
     /// A parameter: `?`, `?NNN`, `:name`, `@name`, `$name`, `#name`.
     Parameter,
@@ -57,11 +60,11 @@ pub(super) struct Token {
 /// a one-byte [`Kind::Unjudged`] token that ends past the input.
 ///
 /// Three forms are [`Kind::Unjudged`]: any token holding a NUL byte (SQLite stops reading at
-/// it, so it would not see what follows, while other layers of D1 might); a string, quoted
-/// name or block comment that runs over a line break; and Tcl-style parameters such as
+/// it, so it would not see what follows, while other layers of D1 might); with `by_line`, a
+/// string, quoted name or block comment that runs over a line break; and Tcl-style parameters such as
 /// `$name(...)`, which SQLite reads up to the next `)` or space, quotes included: nobody
 /// writes them for D1, and reading them differently from SQLite could hide a statement.
-pub(super) const fn next_token(sql: &[u8], start: usize) -> Token {
+pub(super) const fn next_token(sql: &[u8], start: usize, by_line: bool) -> Token {
     let first = byte_at(sql, start);
     let second = byte_at(sql, start + 1);
     match first {
@@ -73,9 +76,9 @@ pub(super) const fn next_token(sql: &[u8], start: usize) -> Token {
             end: start + 3,
         },
         b'-' if second == b'-' => judged(Kind::Comment, line_comment_end(sql, start)),
-        b'/' if second == b'*' => judged(Kind::Comment, block_comment_end(sql, start)),
-        b'\'' | b'"' | b'`' => judged(Kind::Quoted, quoted_end(sql, start, first)),
-        b'[' => judged(Kind::Quoted, bracket_end(sql, start)),
+        b'/' if second == b'*' => judged(Kind::Comment, block_comment_end(sql, start, by_line)),
+        b'\'' | b'"' | b'`' => judged(Kind::Quoted, quoted_end(sql, start, first, by_line)),
+        b'[' => judged(Kind::Quoted, bracket_end(sql, start, by_line)),
         b'$' | b'@' | b':' | b'#' | b'?' => parameter(sql, start),
         b'.' => single(Kind::Dot, start),
         b'(' => single(Kind::OpenParen, start),
@@ -137,9 +140,10 @@ const fn judged(kind: Kind, span: Span) -> Token {
     }
 }
 
-/// A byte that makes a string, quoted name or comment unjudgeable: `\n` or NUL.
-const fn breaks_judgement(byte: u8) -> bool {
-    byte == b'\n' || byte == 0
+/// A byte that makes a string, quoted name or comment unjudgeable: NUL, and `\n` when the
+/// text is run `by_line`.
+const fn breaks_judgement(byte: u8, by_line: bool) -> bool {
+    byte == 0 || (by_line && byte == b'\n')
 }
 
 const fn spaces(sql: &[u8], start: usize) -> Token {
@@ -197,7 +201,7 @@ const fn line_comment_end(sql: &[u8], start: usize) -> Span {
 
 /// `/* ... */` does not nest; unterminated, it runs to the end of the input, which SQLite
 /// accepts as a comment.
-const fn block_comment_end(sql: &[u8], start: usize) -> Span {
+const fn block_comment_end(sql: &[u8], start: usize, by_line: bool) -> Span {
     let mut index = start + 2;
     let mut clean = true;
     while index < sql.len() {
@@ -208,7 +212,7 @@ const fn block_comment_end(sql: &[u8], start: usize) -> Span {
                 clean,
             };
         }
-        if breaks_judgement(byte) {
+        if breaks_judgement(byte, by_line) {
             clean = false;
         }
         index += 1;
@@ -222,7 +226,7 @@ const fn block_comment_end(sql: &[u8], start: usize) -> Span {
 /// `'...'`, `"..."` and `` `...` `` end at a lone closing quote; a doubled quote is an
 /// escaped one. There are no backslash escapes. Unterminated, they run to the end of the
 /// input (SQLite then refuses the statement, so nothing after them runs).
-const fn quoted_end(sql: &[u8], start: usize, quote: u8) -> Span {
+const fn quoted_end(sql: &[u8], start: usize, quote: u8, by_line: bool) -> Span {
     let mut index = start + 1;
     let mut clean = true;
     while index < sql.len() {
@@ -235,7 +239,7 @@ const fn quoted_end(sql: &[u8], start: usize, quote: u8) -> Span {
                 };
             }
             index += 1;
-        } else if breaks_judgement(byte) {
+        } else if breaks_judgement(byte, by_line) {
             clean = false;
         }
         index += 1;
@@ -247,7 +251,7 @@ const fn quoted_end(sql: &[u8], start: usize, quote: u8) -> Span {
 }
 
 /// `[name]` has no escape: it ends at the first `]`.
-const fn bracket_end(sql: &[u8], start: usize) -> Span {
+const fn bracket_end(sql: &[u8], start: usize, by_line: bool) -> Span {
     let mut index = start + 1;
     let mut clean = true;
     while index < sql.len() {
@@ -258,7 +262,7 @@ const fn bracket_end(sql: &[u8], start: usize) -> Span {
                 clean,
             };
         }
-        if breaks_judgement(byte) {
+        if breaks_judgement(byte, by_line) {
             clean = false;
         }
         index += 1;
@@ -421,8 +425,15 @@ const fn next_special(sql: &[u8], mut at: usize, table: &[u8; 256]) -> usize {
 /// skipped unless `matters` says it may change the verdict; then, and whenever something
 /// else than spaces, a word or a token that cannot hide a word comes first (`/*`, a
 /// byte-order mark), the caller reads the line's start itself ([`Event::NewLine`]). With
-/// `every_line`, every line break stops the skip.
-pub(super) const fn skip(sql: &[u8], start: usize, depth: usize, every_line: bool) -> Stop {
+/// `every_line`, every line break stops the skip. Without `by_line` (text sent whole),
+/// none does: a line break is a space.
+pub(super) const fn skip(
+    sql: &[u8],
+    start: usize,
+    depth: usize,
+    every_line: bool,
+    by_line: bool,
+) -> Stop {
     let table = if depth == 0 { &BODY } else { &NESTED };
     let mut depth = depth;
     let mut at = start;
@@ -439,6 +450,11 @@ pub(super) const fn skip(sql: &[u8], start: usize, depth: usize, every_line: boo
         }
         let byte = sql[at];
         let span = match table[byte as usize] {
+            // Sent whole, the text is one input to SQLite, for which `\n` is a space.
+            NEW_LINE if !by_line => Span {
+                end: at + 1,
+                clean: true,
+            },
             NEW_LINE if every_line => {
                 return Stop {
                     at: at + 1,
@@ -484,10 +500,10 @@ pub(super) const fn skip(sql: &[u8], start: usize, depth: usize, every_line: boo
                     depth,
                 };
             }
-            QUOTE => quoted_end(sql, at, byte),
-            BRACKET => bracket_end(sql, at),
+            QUOTE => quoted_end(sql, at, byte, by_line),
+            BRACKET => bracket_end(sql, at, by_line),
             DASH if byte_at(sql, at + 1) == b'-' => line_comment_end(sql, at),
-            SLASH if byte_at(sql, at + 1) == b'*' => block_comment_end(sql, at),
+            SLASH if byte_at(sql, at + 1) == b'*' => block_comment_end(sql, at, by_line),
             DASH | SLASH => Span {
                 end: at + 1,
                 clean: true,
@@ -541,13 +557,17 @@ pub(super) const fn skip(sql: &[u8], start: usize, depth: usize, every_line: boo
 mod tests {
     use super::*;
 
-    /// Every token of `sql` with its kind.
+    /// Every token of `sql` with its kind, as text that may be run line by line.
     fn tokens(sql: &str) -> Vec<(Kind, &str)> {
+        tokens_of(sql, true)
+    }
+
+    fn tokens_of(sql: &str, by_line: bool) -> Vec<(Kind, &str)> {
         let bytes = sql.as_bytes();
         let mut tokens = Vec::new();
         let mut start = 0;
         while start < bytes.len() {
-            let token = next_token(bytes, start);
+            let token = next_token(bytes, start, by_line);
             assert!(token.end > start, "no progress at {start} in {sql:?}");
             let end = token.end.min(bytes.len());
             tokens.push((token.kind, &sql[start..end]));
@@ -658,7 +678,13 @@ mod tests {
             assert_eq!(tokens(sql), [(Unjudged, sql)], "{sql:?}");
         }
         assert_eq!(tokens("?1$a(x)")[1], (Unjudged, "$a(x)"));
-        assert_eq!(next_token(b"ab", 2).kind, Unjudged, "the end reads as NUL");
+        for by_line in [true, false] {
+            assert_eq!(
+                next_token(b"ab", 2, by_line).kind,
+                Unjudged,
+                "the end reads as NUL"
+            );
+        }
         assert_eq!(tokens("a\0b"), [(Word, "a"), (Unjudged, "\0"), (Word, "b")]);
         for sql in ["'a\0'", "\"\0\"", "[\0]", "-- \0", "/* \0 */", "`\0`"] {
             assert_eq!(tokens(sql)[0].0, Unjudged, "{sql:?}");
@@ -685,6 +711,29 @@ mod tests {
         assert_eq!(tokens("'a\rb'"), [(Quoted, "'a\rb'")]);
     }
 
+    /// Sent to SQLite whole, the same tokens are judged: a line break inside them is part
+    /// of the string, name or comment, as it is to SQLite. A NUL byte still is not.
+    #[test]
+    fn tokens_over_several_lines_are_judged_when_sent_whole() {
+        assert_eq!(
+            tokens_of("a \n'b\nc'-- d\n/*\n*/[e\n]`f\n`\"g\n\"", false),
+            [
+                (Word, "a"),
+                (LineBreak, " \n"),
+                (Quoted, "'b\nc'"),
+                (Comment, "-- d"),
+                (LineBreak, "\n"),
+                (Comment, "/*\n*/"),
+                (Quoted, "[e\n]"),
+                (Quoted, "`f\n`"),
+                (Quoted, "\"g\n\""),
+            ]
+        );
+        for sql in ["'a\n\0'", "\"\n\0\"", "[\n\0]", "/*\n\0*/", "`\n\0`"] {
+            assert_eq!(tokens_of(sql, false)[0].0, Unjudged, "{sql:?}");
+        }
+    }
+
     /// Every stop of `skip` over `sql`, from depth `depth`, with the text skipped, stopping
     /// at every line break.
     fn stops(sql: &str, depth: usize) -> Vec<(Event, &str, usize)> {
@@ -692,12 +741,21 @@ mod tests {
     }
 
     fn stops_at(sql: &str, depth: usize, every_line: bool) -> Vec<(Event, &str, usize)> {
+        stops_of(sql, depth, every_line, true)
+    }
+
+    fn stops_of(
+        sql: &str,
+        depth: usize,
+        every_line: bool,
+        by_line: bool,
+    ) -> Vec<(Event, &str, usize)> {
         let bytes = sql.as_bytes();
         let mut stops = Vec::new();
         let mut at = 0;
         let mut depth = depth;
         loop {
-            let stop = skip(bytes, at, depth, every_line);
+            let stop = skip(bytes, at, depth, every_line, by_line);
             assert!(stop.at >= at, "skip went back in {sql:?}");
             stops.push((stop.event, &sql[at..stop.at.min(bytes.len())], stop.depth));
             if matches!(stop.event, Event::End | Event::Unjudged | Event::Closed) {
@@ -794,6 +852,31 @@ mod tests {
             assert_eq!(stops(sql, 0), [(Event::Unjudged, skipped, 0)], "{sql:?}");
         }
         assert_eq!(stops("(\0", 1), [(Event::Unjudged, "(", 2)]);
+    }
+
+    /// Sent whole, a line break is a space: no line stops the skip, and tokens over several
+    /// lines are skipped like any other. A NUL byte, a Tcl-style parameter, a `;` and the
+    /// closing `)` still stop it.
+    #[test]
+    fn skip_sent_whole_does_not_stop_at_lines() {
+        use Event::{Closed, End, Semicolon, Unjudged};
+        let sql = "a '\n' \"\n\" `\n` [\n] /*\n*/ -- c\nDELETE\n WITH\nexplain\n/* */ b\n";
+        assert_eq!(stops_of(sql, 0, false, false), [(End, sql, 0)]);
+        assert_eq!(
+            stops_of("a\nb;\nDROP", 0, false, false),
+            [(Semicolon, "a\nb;", 0), (End, "\nDROP", 0)]
+        );
+        assert_eq!(
+            stops_of("(a\n)\n) DROP", 1, false, false),
+            [(Closed, "(a\n)\n)", 0)]
+        );
+        for (sql, skipped) in [("a\n'\0'", "a\n'\0'"), ("a\n$b(c)", "a\n$b(c)")] {
+            assert_eq!(
+                stops_of(sql, 0, false, false),
+                [(Unjudged, skipped, 0)],
+                "{sql:?}"
+            );
+        }
     }
 
     #[test]

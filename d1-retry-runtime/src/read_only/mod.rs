@@ -38,6 +38,12 @@
 //!
 //! Multi-line SQL without such tokens or lines keeps its verdict: splitting it into lines
 //! only shows the scanner the same tokens.
+//!
+//! A prepared statement is never cut: D1 sends its text to SQLite whole. So the scanner
+//! runs in one of two modes, `by_line` ([`is_read_only`], for text that may reach `exec()`)
+//! or whole ([`is_read_only_prepared`]), where a line break is a space and none of the
+//! rules above applies. Every other rule is the same code, so whatever the first mode
+//! keeps, the second keeps too.
 
 mod keyword;
 mod lexer;
@@ -179,7 +185,8 @@ impl Expect {
 ///   a Tcl-style parameter (`$name(...)`, `:name(...)`; inside a statement's body, also a
 ///   `$` inside a longer name followed by `(`, as in `a$b(`);
 /// - because D1's `exec()` runs each line of its input on its own, so that every line must
-///   be read-only by itself: a string, quoted name or block comment that runs over more
+///   be read-only by itself ([`is_read_only_prepared`], for a prepared statement, which is
+///   sent whole, drops these): a string, quoted name or block comment that runs over more
 ///   than one line; a line whose first word (after spaces and comments) is one of the
 ///   write keywords above, whatever came before it (`SELECT t.\nupdate FROM t`,
 ///   `SELECT 1 AS\nreindex`), save `replace` followed by `(` on the same line, which is the
@@ -212,17 +219,48 @@ impl Expect {
 /// ```
 #[must_use]
 pub const fn is_read_only(sql: &str) -> bool {
-    scan(sql.as_bytes(), 0, false)
+    scan(sql.as_bytes(), 0, false, true)
+}
+
+/// Whether `sql`, prepared as one statement (D1's `prepare`, then `first`, `all`, `run`,
+/// `raw` or `batch`), is read-only: re-running it cannot change the database.
+///
+/// D1 hands a prepared statement's text to SQLite whole, where [`is_read_only`]'s text may
+/// be given to `exec()`, which runs each line as a query of its own. So this verdict is
+/// [`is_read_only`]'s without its line rules: a line break is a space, as it is to SQLite,
+/// and a string, quoted name or `/* */` comment may run over several lines. Every other
+/// rule is the same, and whatever [`is_read_only`] calls read-only, this does too.
+///
+/// Use it for SQL handed to `prepare`, never for SQL handed to `exec`. `#[d1_retry]` and
+/// `D1Retry` do so.
+///
+/// ```
+/// use d1_retry_runtime::{is_read_only, is_read_only_prepared};
+///
+/// let commented = "SELECT id FROM users /* active\n   ones only */ WHERE active";
+/// assert!(is_read_only_prepared(commented));
+/// // `exec()` would run `   ones only */ WHERE active` as a query of its own.
+/// assert!(!is_read_only(commented));
+/// assert!(is_read_only_prepared("SELECT id,\n  replace FROM t"));
+/// assert!(!is_read_only_prepared("SELECT 1;\nDELETE FROM t"));
+/// assert!(!is_read_only_prepared("INSERT INTO t VALUES ('a\nb')"));
+/// ```
+#[must_use]
+pub const fn is_read_only_prepared(sql: &str) -> bool {
+    scan(sql.as_bytes(), 0, false, false)
 }
 
 /// Scans `sql` from `start`. With `one_line`, only up to the first line break, where the
-/// last statement may also stop before it is complete: SQLite refuses such a line.
-const fn scan(sql: &[u8], start: usize, one_line: bool) -> bool {
+/// last statement may also stop before it is complete: SQLite refuses such a line. With
+/// `by_line`, the text may be run line by line (by `exec()`), so every line must be
+/// read-only by itself; without it, it is sent to SQLite whole.
+const fn scan(sql: &[u8], start: usize, one_line: bool, by_line: bool) -> bool {
     let mut expect = Expect::Statement;
     // Parentheses open in a `WITH` before its main statement.
     let mut depth = 0;
-    // The next token is the first of its line.
-    let mut line_start = true;
+    // The next token is the first of its line (only lines run on their own count; the
+    // first token of the text is judged as a statement's start anyway).
+    let mut line_start = by_line;
     let mut any_statement = false;
     let mut at = start;
     loop {
@@ -232,7 +270,7 @@ const fn scan(sql: &[u8], start: usize, one_line: bool) -> bool {
             _ => false,
         };
         if skips && !line_start {
-            let stop = skip(sql, at, depth, one_line);
+            let stop = skip(sql, at, depth, one_line, by_line);
             at = stop.at;
             depth = stop.depth;
             match stop.event {
@@ -250,10 +288,12 @@ const fn scan(sql: &[u8], start: usize, one_line: bool) -> bool {
             break;
         }
         let token_start = at;
-        let token = next_token(sql, at);
+        let token = next_token(sql, at, by_line);
         at = token.end;
         let word = match token.kind {
             Kind::Space | Kind::Comment => continue,
+            // Sent whole, the text is one input to SQLite, for which `\n` is a space.
+            Kind::LineBreak if !by_line => continue,
             Kind::LineBreak if one_line => return expect.may_end() || expect.incomplete(),
             Kind::LineBreak => {
                 line_start = true;
@@ -271,7 +311,7 @@ const fn scan(sql: &[u8], start: usize, one_line: bool) -> bool {
             // Elsewhere the statement is judged from here on anyway.
             if matches!(word, Keyword::With | Keyword::Explain)
                 && matches!(expect, Expect::Body | Expect::With)
-                && !scan(sql, token_start, true)
+                && !scan(sql, token_start, true, true)
             {
                 return false;
             }
@@ -394,7 +434,7 @@ const fn opens_call(sql: &[u8], mut at: usize) -> bool {
     // No bound check needed: at the end of the input the lexer reads SQLite's terminating
     // NUL, a token that is neither space nor comment, which ends the loop.
     loop {
-        let token = next_token(sql, at);
+        let token = next_token(sql, at, true);
         match token.kind {
             Kind::Space | Kind::Comment => at = token.end,
             kind => return matches!(kind, Kind::OpenParen),

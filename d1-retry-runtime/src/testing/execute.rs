@@ -97,9 +97,14 @@ pub(crate) fn execute(
 }
 
 /// Whether a call that ran can have written: any statement the read-only scanner does not
-/// vouch for. A dump only reads.
+/// vouch for, as `exec` text or as a prepared statement. A dump only reads.
 pub(crate) fn may_write(operation: Operation, statements: &[(&str, &[Value])]) -> bool {
-    operation != Operation::Dump && statements.iter().any(|(sql, _)| !crate::is_read_only(sql))
+    let read_only = match operation {
+        Operation::Dump => return false,
+        Operation::Exec => crate::is_read_only,
+        _ => crate::is_read_only_prepared,
+    };
+    statements.iter().any(|(sql, _)| !read_only(sql))
 }
 
 /// One statement, run to completion: SQLite makes it atomic on its own.

@@ -19,7 +19,7 @@ use crate::operation::OperationName;
 use crate::receiver::Retrying;
 use crate::timeout::TimedOut;
 use crate::worker::WorkerSleeper;
-use crate::{RetryPolicy, is_read_only};
+use crate::{RetryPolicy, is_read_only, is_read_only_prepared};
 
 /// A [`worker::D1Database`] whose calls are retried through transient D1 failures.
 ///
@@ -47,16 +47,17 @@ use crate::{RetryPolicy, is_read_only};
 ///
 /// Each call is decided on its own, with the classes and schedule of `#[d1_retry]`:
 ///
-/// - a statement is read-only when [`is_read_only`] says so for its SQL, judged once in
-///   [`prepare`](Self::prepare); a read is retried after failures that did not run it and
-///   after failures that may have run it;
+/// - a statement is read-only when [`is_read_only_prepared`] says so for its SQL (D1 sends
+///   a prepared statement to SQLite whole), judged once in [`prepare`](Self::prepare); a
+///   read is retried after failures that did not run it and after failures that may have
+///   run it;
 /// - a statement that may write is retried only when D1 was not reached
 ///   ([`NotExecuted`](crate::FailureClass::NotExecuted)): after a failure that may have
 ///   run it, the caller gets the error, because running it again could write twice;
 /// - a [`batch`](Self::batch) is one transaction: it counts as read-only only when every
 ///   statement in it is;
-/// - [`exec`](Self::exec) is judged by the whole SQL text it is given, [`dump`](Self::dump)
-///   is a read;
+/// - [`exec`](Self::exec) is judged by the whole SQL text it is given, with
+///   [`is_read_only`] (`exec` runs each line on its own), [`dump`](Self::dump) is a read;
 /// - permanent failures (constraint violations, SQL errors, limits) are never retried;
 /// - with a policy's time limits ([`RetryPolicy::with_attempt_timeout`],
 ///   [`RetryPolicy::with_deadline`]), a call that stalls is cut and fails as maybe executed
@@ -257,7 +258,7 @@ impl D1RetryStatement {
     fn new(statement: D1PreparedStatement, sql: String, policy: RetryPolicy) -> Self {
         D1RetryStatement {
             statement,
-            read_only: is_read_only(&sql),
+            read_only: is_read_only_prepared(&sql),
             sql: Rc::from(sql),
             policy,
         }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use d1_retry_runtime::is_read_only;
+use d1_retry_runtime::{is_read_only, is_read_only_prepared};
 
 /// Why the scanner called a read a write: a rough reading of the text, for the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -176,6 +176,12 @@ pub struct Matrix {
     pub writes_called_reads: Vec<String>,
     /// The same counts by kind of statement.
     pub kinds: BTreeMap<String, KindRow>,
+    /// Texts SQLite reads whole (as a prepared statement is sent), and how many of them
+    /// `is_read_only_prepared` keeps.
+    pub prepared_reads: usize,
+    pub prepared_reads_kept: usize,
+    /// SQLite writes whole, `is_read_only_prepared` says read-only.
+    pub prepared_writes_called_reads: Vec<String>,
 }
 
 impl Matrix {
@@ -183,6 +189,15 @@ impl Matrix {
     /// when D1's `exec()` runs it line by line).
     pub fn record(&mut self, kind: &str, sql: &str, writes: bool, by_lines_only: bool) {
         let scanner_read = is_read_only(sql);
+        let prepared_read = is_read_only_prepared(sql);
+        if writes && !by_lines_only {
+            if prepared_read {
+                self.prepared_writes_called_reads.push(sql.to_owned());
+            }
+        } else {
+            self.prepared_reads += 1;
+            self.prepared_reads_kept += usize::from(prepared_read);
+        }
         let row = self.kinds.entry(kind.to_owned()).or_default();
         row.statements += 1;
         if writes {
@@ -249,6 +264,15 @@ impl Matrix {
             self.writes(),
             self.writes_called_reads.len(),
             self.writes_caught
+        );
+        let _ = writeln!(
+            text,
+            "\nAs prepared statements (`is_read_only_prepared`: the text sent to SQLite whole), \
+             {} of the {} texts SQLite reads whole are kept, and **{}** writes are called \
+             read-only.",
+            self.prepared_reads_kept,
+            self.prepared_reads,
+            self.prepared_writes_called_reads.len()
         );
         if self.writes_by_lines_only > 0 {
             let _ = writeln!(

@@ -72,12 +72,18 @@ impl Shop {
             .await
     }
 
-    /// A read through `all()`, whose failures arrive as `Error::UnknownJsError`.
+    /// A read through `all()`, whose failures arrive as `Error::UnknownJsError`. Its SQL
+    /// runs over several lines, comment included: D1 sends a prepared statement to SQLite
+    /// whole, so it is a read (`is_read_only_prepared`), retried after any transient failure.
     #[d1_retry(policy = POLICY)]
     pub async fn user_orders(&self, user_id: i64) -> Result<Vec<Order>> {
         self.db
             .prepare(
-                "SELECT id, user_id, item, quantity FROM orders WHERE user_id = ?1 ORDER BY id",
+                "SELECT id, user_id, item, quantity
+                   FROM orders /* a user's orders, in the order
+                                  they were placed */
+                  WHERE user_id = ?1
+                  ORDER BY id",
             )
             .bind(&[number(user_id)])?
             .all()

@@ -28,10 +28,14 @@ pub async fn user_orders(env: &Env, user_id: i64) -> Result<Vec<Order>> {
         .results()
 }
 
-/// `raw()`: rows as arrays, here `[item, quantity]`.
+/// `raw()`: rows as arrays, here `[item, quantity]`. The SQL's comment runs over two lines:
+/// a prepared statement reaches SQLite whole, so it is still a read.
 pub async fn order_items(env: &Env, user_id: i64) -> Result<Vec<Vec<serde_json::Value>>> {
     db(env)?
-        .prepare("SELECT item, quantity FROM orders WHERE user_id = ?1 ORDER BY id")
+        .prepare(
+            "SELECT item, quantity FROM orders /* oldest first,
+                one row per order */ WHERE user_id = ?1 ORDER BY id",
+        )
         .bind(&[number(user_id)])?
         .raw()
         .await
