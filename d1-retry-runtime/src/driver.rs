@@ -384,6 +384,23 @@ mod tests {
         assert_eq!(Plan::ReadOnly(&unseen).access(), Access::Unretryable);
     }
 
+    /// SQL passed to `prepare` is judged whole, SQL passed to `exec` line by line: a comment
+    /// over two lines keeps a body retryable only in the first.
+    #[test]
+    fn prepared_sql_is_observed_whole_and_exec_sql_by_line() {
+        let commented = "SELECT id FROM users /* every\nuser */";
+        let prepared = Attempt::new(OperationName::Named("test"));
+        prepared.observe_prepared(Some(commented));
+        assert_eq!(prepared.dynamic_writes(), 0);
+        prepared.observe_prepared(Some("SELECT 1;\nDELETE FROM users"));
+        prepared.observe_prepared(None);
+        assert_eq!(prepared.dynamic_writes(), 2);
+
+        let exec = Attempt::new(OperationName::Named("test"));
+        exec.observe(Some(commented));
+        assert_eq!(exec.dynamic_writes(), 1);
+    }
+
     #[test]
     fn the_driver_counts_attempts_waits_on_the_schedule_and_gives_the_budget_back() {
         use crate::fake::{DbError, LOST};

@@ -374,4 +374,24 @@ mod tests {
         opaque.scan((&&SqlProbe(&42_u32)).d1_text());
         assert_eq!(opaque.access(), Access::Write);
     }
+
+    /// SQL handed to `prepare` is judged whole: a comment over two lines is a read there,
+    /// and a write for `exec`, which runs each line on its own.
+    #[test]
+    fn the_slot_judges_prepared_sql_whole_and_exec_sql_by_line() {
+        let commented = "SELECT 1 /* a\nb */";
+        let prepared = SqlSlot::new();
+        prepared.scan_prepared((&&SqlProbe(&commented)).d1_text());
+        assert_eq!(prepared.access(), Access::ReadOnly);
+        prepared.scan_prepared((&&SqlProbe(&"SELECT 1;\nDELETE FROM t")).d1_text());
+        assert_eq!(prepared.access(), Access::Write);
+
+        let opaque = SqlSlot::new();
+        opaque.scan_prepared((&&SqlProbe(&42_u32)).d1_text());
+        assert_eq!(opaque.access(), Access::Write);
+
+        let exec = SqlSlot::new();
+        exec.scan((&&SqlProbe(&commented)).d1_text());
+        assert_eq!(exec.access(), Access::Write);
+    }
 }

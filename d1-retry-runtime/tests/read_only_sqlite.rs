@@ -1244,6 +1244,9 @@ const PREPARED_READS: &[&str] = &[
     "WITH x AS (SELECT 1 AS pragma)\nSELECT\npragma FROM x",
     "SELECT 1;\nSELECT 'a\nb'",
     "EXPLAIN SELECT 'a\nb'",
+    "EXPLAIN\nBEGIN",
+    "EXPLAIN\nPRAGMA user_version",
+    "EXPLAIN QUERY PLAN\nSELECT 1 /* a\nb */",
 ];
 
 /// Prepared statements that write, whatever their lines hold.

@@ -97,12 +97,13 @@ pub(crate) fn execute(
 }
 
 /// Whether a call that ran can have written: any statement the read-only scanner does not
-/// vouch for, as `exec` text or as a prepared statement. A dump only reads.
+/// vouch for, as `exec` text (run line by line) or as a prepared statement (run whole). A
+/// dump has no statements: it only reads.
 pub(crate) fn may_write(operation: Operation, statements: &[(&str, &[Value])]) -> bool {
-    let read_only = match operation {
-        Operation::Dump => return false,
-        Operation::Exec => crate::is_read_only,
-        _ => crate::is_read_only_prepared,
+    let read_only = if operation == Operation::Exec {
+        crate::is_read_only
+    } else {
+        crate::is_read_only_prepared
     };
     statements.iter().any(|(sql, _)| !read_only(sql))
 }

@@ -847,6 +847,27 @@ fn session_bookmarks_start_empty_and_advance_on_writes() {
     });
 }
 
+/// Whether a call may have written, which moves the bookmark, is judged as D1 runs the
+/// text: a prepared statement whole, `exec` text line by line, where the inner line of a
+/// comment runs.
+#[test]
+fn a_bookmark_moves_as_d1_runs_the_text() {
+    block_on(async {
+        let db = users();
+        let session = db.with_session(None).unwrap();
+        session.prepare("SELECT 1").all().await.unwrap();
+        let first = session.get_bookmark().unwrap().unwrap();
+        let commented = "SELECT count(*) FROM users /* every user,\nDELETE FROM users WHERE 0;\n*/";
+        session.prepare(commented).all().await.unwrap();
+        assert_eq!(session.get_bookmark().unwrap().as_deref(), Some(&*first));
+        // `exec` runs the first two lines, then fails on `*/`: it may have written.
+        assert!(db.exec(commented).await.is_err());
+        session.prepare("SELECT 1").all().await.unwrap();
+        let second = session.get_bookmark().unwrap().unwrap();
+        assert!(second > first, "{second} > {first}");
+    });
+}
+
 #[test]
 fn a_failed_session_call_brings_no_bookmark() {
     block_on(async {
