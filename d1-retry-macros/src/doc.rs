@@ -128,6 +128,29 @@ fn summary(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Each execution's line names its SQL as the attribute saw it.
+    #[test]
+    fn each_kind_of_sql_is_described() {
+        let literal = crate::sql::judge(
+            &syn::parse_str("\"SELECT id FROM users\"").unwrap(),
+            crate::sql::Handed::Prepare,
+        );
+        assert_eq!(describe(&literal), "`SELECT id FROM users`");
+        let constant = crate::sql::judge(
+            &syn::parse_str("queries :: FIND").unwrap(),
+            crate::sql::Handed::Exec,
+        );
+        assert_eq!(describe(&constant), "`queries::FIND` (a constant)");
+        assert_eq!(
+            describe(&Sql::Dynamic),
+            "dynamic SQL (scanned when it is prepared)"
+        );
+        assert_eq!(
+            describe(&Sql::Unseen),
+            "SQL out of sight (counted as a write)"
+        );
+    }
+
     #[test]
     fn long_sql_is_cut_between_words() {
         assert_eq!(

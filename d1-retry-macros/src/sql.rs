@@ -201,6 +201,19 @@ mod tests {
                 _ => panic!("a literal"),
             }
         }
+        // A user's `macro_rules!` hands its `$sql:expr` over in an invisible group.
+        let grouped = Expr::Group(syn::ExprGroup {
+            attrs: Vec::new(),
+            group_token: syn::token::Group::default(),
+            expr: Box::new(multi_line.clone()),
+        });
+        assert!(matches!(
+            judge(&grouped, Handed::Exec),
+            Sql::Literal {
+                read_only: false,
+                ..
+            }
+        ));
         let constant: Expr = syn::parse_str("&queries::FIND").unwrap();
         for handed in [Handed::Prepare, Handed::Exec] {
             assert!(matches!(judge(&constant, handed), Sql::Const(_, h) if h == handed));
