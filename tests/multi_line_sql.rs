@@ -70,6 +70,24 @@ impl Repo {
         Ok(result.count().ok().flatten().unwrap_or(0))
     }
 
+    /// A statement over several lines, prepared once and run in a loop.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn each(&self, ids: &[i64]) -> Result<i64, Error> {
+        let find = self
+            .db
+            .prepare("SELECT count(*) AS n FROM users /* one id\n   at a time */ WHERE id = ?1");
+        let mut found = 0;
+        for id in ids {
+            let count = find
+                .clone()
+                .bind(&[(*id).into()])?
+                .first::<Count>(None)
+                .await?;
+            found += count.map_or(0, |count| count.n);
+        }
+        Ok(found)
+    }
+
     /// The whole body vouched read-only: every SQL it prepares must be.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn whole_body(&self, sql: &str) -> Result<u64, Error> {
@@ -152,6 +170,21 @@ async fn prepared_dynamic_sql_that_writes_is_still_handed_back() {
     let write = "SELECT 'a\nb';\nDELETE FROM users WHERE id = 1 RETURNING id";
     assert!(repo.dynamic(write).await.is_err());
     assert_eq!(repo.db.calls().len(), 1, "the write ran once");
+}
+
+/// In a loop, the failed run of the prepared statement is made again, and no other.
+#[tokio::test(start_paused = true)]
+async fn a_statement_prepared_once_over_several_lines_is_retried_in_a_loop() {
+    let repo = seeded();
+    repo.db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .on(Operation::First)
+            .on_calls(1..2),
+    );
+    assert_eq!(repo.each(&[1, 2, 3]).await.unwrap(), 3);
+    assert_eq!(repo.db.calls().len(), 4, "three runs, the second one twice");
+    assert_eq!(users(&repo), 3);
 }
 
 /// `exec()` runs the comment's inner line: the same text writes there, so it is not made
