@@ -1335,14 +1335,18 @@ proptest! {
 
     /// Whatever `is_read_only` keeps, `is_read_only_prepared` keeps: it only drops rules.
     #[test]
-    fn a_prepared_statement_keeps_every_read_of_exec(sql in prop_oneof![any::<String>(), soup(), lines()]) {
+    fn a_prepared_statement_keeps_every_read_of_exec(
+        sql in prop_oneof![any::<String>(), soup(), lines()]
+    ) {
         prop_assert!(!is_read_only(&sql) || is_read_only_prepared(&sql), "{:?}", sql);
     }
 
     /// After a `;`, a write is seen in a prepared statement too, unless what comes before
     /// leaves it inside a string, quoted name or comment (where SQLite does not run it).
     #[test]
-    fn a_write_after_a_statement_is_never_hidden_when_prepared(sql in prop_oneof![any::<String>(), soup()]) {
+    fn a_write_after_a_statement_is_never_hidden_when_prepared(
+        sql in prop_oneof![any::<String>(), soup()]
+    ) {
         let text = format!("{sql}\n;DELETE FROM users");
         if is_read_only_prepared(&text) {
             prop_assert_ne!(oracle(&database(), &text), Oracle::Write, "{:?}", text);

@@ -61,9 +61,10 @@ pub(super) struct Token {
 ///
 /// Three forms are [`Kind::Unjudged`]: any token holding a NUL byte (SQLite stops reading at
 /// it, so it would not see what follows, while other layers of D1 might); with `by_line`, a
-/// string, quoted name or block comment that runs over a line break; and Tcl-style parameters such as
-/// `$name(...)`, which SQLite reads up to the next `)` or space, quotes included: nobody
-/// writes them for D1, and reading them differently from SQLite could hide a statement.
+/// string, quoted name or block comment that runs over a line break; and Tcl-style
+/// parameters such as `$name(...)`, which SQLite reads up to the next `)` or space, quotes
+/// included: nobody writes them for D1, and reading them differently from SQLite could hide
+/// a statement.
 pub(super) const fn next_token(sql: &[u8], start: usize, by_line: bool) -> Token {
     let first = byte_at(sql, start);
     let second = byte_at(sql, start + 1);
