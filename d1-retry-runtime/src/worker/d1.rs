@@ -131,7 +131,7 @@ impl D1Retry {
         &self,
         statements: Vec<D1RetryStatement>,
     ) -> impl Future<Output = Result<Vec<D1Result>>> {
-        run_batch(self.policy, statements, |inner| self.db.batch(inner))
+        run_batch(&self.policy, statements, |inner| self.db.batch(inner))
     }
 
     /// Runs one or more `\n`-separated queries without preparing them, as
@@ -221,7 +221,7 @@ impl D1RetrySession {
         &self,
         statements: Vec<D1RetryStatement>,
     ) -> impl Future<Output = Result<Vec<D1Result>>> {
-        run_batch(self.policy, statements, |inner| self.session.batch(inner))
+        run_batch(&self.policy, statements, |inner| self.session.batch(inner))
     }
 
     /// The latest bookmark this session saw, as [`D1DatabaseSession::get_bookmark`].
@@ -249,7 +249,7 @@ impl D1RetrySession {
 pub struct D1RetryStatement {
     statement: D1PreparedStatement,
     /// Shared by the statements `bind_refs` and `batch_bind` derive from this one.
-    sql: Rc<str>,
+    sql: Rc<String>,
     read_only: bool,
     policy: RetryPolicy,
 }
@@ -259,7 +259,7 @@ impl D1RetryStatement {
         D1RetryStatement {
             statement,
             read_only: is_read_only_prepared(&sql),
-            sql: Rc::from(sql),
+            sql: Rc::new(sql),
             policy,
         }
     }
@@ -428,21 +428,22 @@ impl IntoFuture for D1RetryStatement {
 }
 
 /// Retries a batch: read-only only when every statement is. The binding is handed its own
-/// statements, rebuilt for each attempt because it consumes them.
-async fn run_batch<F, Fut>(
-    policy: RetryPolicy,
+/// statements, rebuilt for each attempt because it consumes them. Like the other methods,
+/// not an `async fn` around the retried future: the closure owns the statements, and
+/// `read_only` is settled when the batch is made.
+fn run_batch<'a, F, Fut>(
+    policy: &'a RetryPolicy,
     statements: Vec<D1RetryStatement>,
     mut batch: F,
-) -> Result<Vec<D1Result>>
+) -> impl Future<Output = Result<Vec<D1Result>>> + 'a
 where
-    F: FnMut(Vec<D1PreparedStatement>) -> Fut,
-    Fut: Future<Output = Result<Vec<D1Result>>>,
+    F: FnMut(Vec<D1PreparedStatement>) -> Fut + 'a,
+    Fut: Future<Output = Result<Vec<D1Result>>> + 'a,
 {
     let read_only = statements.iter().all(|statement| statement.read_only);
-    retried(&policy, "D1Retry::batch", read_only, |()| {
+    retried(policy, "D1Retry::batch", read_only, move |()| {
         batch(statements.iter().map(|s| s.statement.clone()).collect())
     })
-    .await
 }
 
 /// Runs `attempt` as [`Retry::run_timed`](crate::Retry::run_timed) would, with the
