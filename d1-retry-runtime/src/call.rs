@@ -418,8 +418,6 @@ trait Attempts {
     fn stop(&mut self);
     /// The failure of the attempt that failed last.
     fn failure(&mut self) -> Failure<'_>;
-    /// Drops the kept error, before the wait for a retry.
-    fn discard(&mut self);
 }
 
 /// What carries over between polls of one execution: how to make its attempts.
@@ -476,10 +474,6 @@ where
             // `drive` asks only after a failure.
             _ => Failure::with_class(FailureClass::Permanent, &""),
         }
-    }
-
-    fn discard(&mut self) {
-        *self.out = None;
     }
 }
 
@@ -587,11 +581,11 @@ fn drive<S: Sleeper>(
         let (delay, cut) = match cut {
             None => {
                 let failure = site.failure();
+                // The failed attempt's error needs no dropping before the wait: it lives in
+                // the result of this one poll, which the next attempt's result replaces and
+                // which ends when the wait is pending.
                 let delay =
                     call.decide_after(&failure, access, state.attempts, None, started, None);
-                if delay.is_some() {
-                    site.discard();
-                }
                 (delay, None)
             }
             Some(limit) => {
