@@ -66,7 +66,7 @@ fn line(execution: &Execution) -> String {
 fn describe(sql: &Sql) -> String {
     match sql {
         Sql::Literal { text, .. } => format!("`{}`", summary(text)),
-        Sql::Const(expr, _) => {
+        Sql::Const(expr, _) | Sql::Bound(expr, _) => {
             let text = quote::ToTokens::to_token_stream(expr)
                 .to_string()
                 .replace(' ', "");

@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
@@ -53,6 +53,43 @@ const EXPRESSION_MACROS: [&str; 11] = [
     "join",
     "try_join",
 ];
+
+/// The arguments of a macro call read as expressions: a comma-separated list, or
+/// `vec!`'s `element; count`.
+enum MacroArguments {
+    List(Punctuated<Expr, Token![,]>),
+    Repeat(Box<Expr>, Token![;], Box<Expr>),
+}
+
+impl MacroArguments {
+    /// The arguments of a call of one of the [`EXPRESSION_MACROS`], when they parse.
+    fn of_expression_macro(mac: &Macro) -> Option<Self> {
+        let name = macro_name(mac)?;
+        if !EXPRESSION_MACROS.contains(&name.as_str()) {
+            return None;
+        }
+        Self::parse(mac.tokens.clone())
+    }
+
+    fn parse(tokens: TokenStream) -> Option<Self> {
+        if let Ok(args) = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(tokens.clone()) {
+            return Some(MacroArguments::List(args));
+        }
+        let repeat = |input: syn::parse::ParseStream<'_>| {
+            Ok(MacroArguments::Repeat(
+                input.parse()?,
+                input.parse()?,
+                input.parse()?,
+            ))
+        };
+        repeat.parse2(tokens).ok()
+    }
+}
+
+/// The macro's name, the last segment of its path (`join` for `tokio::join!`).
+fn macro_name(mac: &Macro) -> Option<String> {
+    mac.path.segments.last().map(|last| last.ident.to_string())
+}
 
 /// How the body is retried.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -145,10 +182,46 @@ impl Bindings {
     }
 }
 
+impl Bindings {
+    /// Counts every name in a macro's tokens as bound twice: a statement macro may expand
+    /// to `let $name = ..;`, which binds the caller's name (`bind!(stmt = db.prepare(..))`
+    /// shadows `stmt` after it), and the attribute cannot see what a macro expands to.
+    fn bound_in(&mut self, tokens: TokenStream) {
+        for token in tokens {
+            match token {
+                TokenTree::Ident(ident) => {
+                    self.bound(&ident);
+                    self.bound(&ident);
+                }
+                TokenTree::Group(group) => self.bound_in(group.stream()),
+                TokenTree::Punct(_) | TokenTree::Literal(_) => {}
+            }
+        }
+    }
+}
+
 impl Visit<'_> for Bindings {
     fn visit_pat_ident(&mut self, pat: &syn::PatIdent) {
         self.bound(&pat.ident);
         visit::visit_pat_ident(self, pat);
+    }
+
+    /// An expression macro's arguments are visited as the finder visits them (their
+    /// blocks and closures bind names like any other); any other macro's names are all
+    /// taken as bound twice.
+    fn visit_macro(&mut self, mac: &Macro) {
+        match MacroArguments::of_expression_macro(mac) {
+            Some(MacroArguments::List(args)) => {
+                for arg in &args {
+                    self.visit_expr(arg);
+                }
+            }
+            Some(MacroArguments::Repeat(element, _, count)) => {
+                self.visit_expr(&element);
+                self.visit_expr(&count);
+            }
+            None => self.bound_in(mac.tokens.clone()),
+        }
     }
 
     fn visit_expr_assign(&mut self, assign: &syn::ExprAssign) {
@@ -346,6 +419,7 @@ impl Finder<'_> {
                         #private::Access::judged(const { #private::#scanner(#expr) })
                     })
                 }
+                Sql::Bound(_, verdict) => Some(quote!(#verdict)),
                 Sql::Unseen => Some(quote!(#private::Access::Unseen)),
                 // Read from the slots below.
                 Sql::Dynamic => None,
@@ -743,16 +817,28 @@ impl Finder<'_> {
             scans: 0,
         };
         self.statement(&mut init.expr, Some(&slot), &mut statements);
-        let sql = match statements.sql.as_slice() {
+        let mut sql = match statements.sql.as_slice() {
             [sql] => sql.clone(),
             _ => Sql::Unseen,
         };
+        let private = &self.names.private;
         let mut known_slot = statements.known_slots.first().cloned();
-        let declaration = (statements.scans > 0).then(|| {
-            known_slot = Some(slot.clone());
-            let private = &self.names.private;
-            syn::parse_quote!(let #slot = #private::SqlSlot::new();)
-        });
+        let declaration = if let Sql::Const(expr, handed) = sql {
+            // Judged here, before the binding and in its scope, where the name in `expr`
+            // means what it means to `prepare`; the statement may run where it does not.
+            let verdict = self.fresh_slot(&format!("{ident}_judged"));
+            let scanner = handed.scanner(expr.span());
+            let declaration = syn::parse_quote_spanned! {expr.span()=>
+                let #verdict = #private::Access::judged(const { #private::#scanner(#expr) });
+            };
+            sql = Sql::Bound(expr, verdict);
+            Some(declaration)
+        } else {
+            (statements.scans > 0).then(|| {
+                known_slot = Some(slot.clone());
+                syn::parse_quote!(let #slot = #private::SqlSlot::new();)
+            })
+        };
         self.statements.insert(
             ident.to_string(),
             Known {
@@ -894,38 +980,30 @@ impl VisitMut for Finder<'_> {
     }
 
     fn visit_macro_mut(&mut self, mac: &mut Macro) {
-        let Some(name) = mac.path.segments.last().map(|last| last.ident.to_string()) else {
-            return;
-        };
         // Only macros known to evaluate each argument once, as an expression, are rewritten.
         // Any other macro's tokens are its own business: calls inside run as written (in
         // whole-body mode they are still judged, so `read_only` is checked against them).
-        if self.mode == Mode::PerCall && !EXPRESSION_MACROS.contains(&name.as_str()) {
-            return;
-        }
-        let is_vec = name == "vec";
-        let parsed = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.tokens.clone());
-        if let Ok(mut args) = parsed {
-            for arg in &mut args {
-                if is_vec {
-                    self.visit_element(arg);
-                } else {
-                    self.visit_expr_mut(arg);
+        let arguments = match self.mode {
+            Mode::PerCall => MacroArguments::of_expression_macro(mac),
+            Mode::WholeBody { .. } => MacroArguments::parse(mac.tokens.clone()),
+        };
+        let is_vec = macro_name(mac).is_some_and(|name| name == "vec");
+        match arguments {
+            Some(MacroArguments::List(mut args)) => {
+                for arg in &mut args {
+                    if is_vec {
+                        self.visit_element(arg);
+                    } else {
+                        self.visit_expr_mut(arg);
+                    }
                 }
+                mac.tokens = args.into_token_stream();
             }
-            mac.tokens = args.into_token_stream();
-            return;
-        }
-        let repeat = (|input: syn::parse::ParseStream<'_>| {
-            let element: Expr = input.parse()?;
-            let semi: Token![;] = input.parse()?;
-            let count: Expr = input.parse()?;
-            Ok((element, semi, count))
-        })
-        .parse2(mac.tokens.clone());
-        if let Ok((mut element, semi, count)) = repeat {
-            self.visit_element(&mut element);
-            mac.tokens = quote!(#element #semi #count);
+            Some(MacroArguments::Repeat(mut element, semi, count)) => {
+                self.visit_element(&mut element);
+                mac.tokens = quote!(#element #semi #count);
+            }
+            None => {}
         }
     }
 
@@ -1087,6 +1165,7 @@ mod tests {
                         } => "read",
                         Sql::Literal { .. } => "write",
                         Sql::Const(..) => "const",
+                        Sql::Bound(..) => "bound const",
                         Sql::Dynamic => "dynamic",
                         Sql::Unseen => "unseen",
                     })
@@ -1170,6 +1249,69 @@ mod tests {
             &["stmt"],
         );
         assert_eq!(found, ["run retried unseen"]);
+    }
+
+    #[test]
+    fn names_a_macro_may_bind_are_not_followed() {
+        // `bind!(s = db.prepare(..))` may expand to `let s = ..;`, shadowing the read.
+        assert_eq!(
+            per_call(
+                r#"{
+                let s = db.prepare("SELECT 1");
+                bind!(s = db.prepare("DELETE FROM t"));
+                s.run().await?;
+                let t = db.prepare("SELECT 2");
+                log!(other);
+                t.run().await?;
+            }"#
+            ),
+            ["run retried unseen", "run retried read"]
+        );
+        // An expression macro's arguments bind names as any expression does: a `let` in a
+        // `join!` argument's block is a second binding.
+        assert_eq!(
+            per_call(
+                r#"{
+                let s = db.prepare("DELETE FROM t");
+                join!(async { let s = db.prepare("SELECT 1"); s.first(None).await });
+                s.run().await?;
+                let t = db.prepare("SELECT 2");
+                join!(t.first(None), async { let u = 1; u });
+                t.all().await?;
+            }"#
+            ),
+            [
+                "first retried unseen",
+                "run retried unseen",
+                "first retried read",
+                "all retried read",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_bound_statement_s_constant_is_judged_where_it_is_bound() {
+        let mut block: Block = syn::parse_str(
+            r#"{
+                let s = db.prepare(QUERY);
+                { const QUERY: &str = "SELECT 1"; s.run().await?; }
+            }"#,
+        )
+        .unwrap();
+        let found = rewrite(&mut block, Mode::PerCall, &names(), &[]);
+        let kinds: Vec<_> = found.executions[0]
+            .sql
+            .iter()
+            .map(|sql| matches!(sql, Sql::Bound(..)))
+            .collect();
+        assert_eq!(kinds, [true]);
+        let code = block.to_token_stream().to_string();
+        // The verdict is taken before the binding, in its scope, and read where `s` runs.
+        let judged = code.find("is_read_only_prepared (QUERY)").expect(&code);
+        let bound = code.find("let s =").expect(&code);
+        let inner = code.find("const QUERY").expect(&code);
+        assert!(judged < bound && bound < inner, "{code}");
+        assert_eq!(code.matches("is_read_only_prepared").count(), 1, "{code}");
     }
 
     #[test]

@@ -16,9 +16,15 @@ pub(crate) enum Sql {
         span: Span,
     },
     /// A constant expression (a path to a `const &str`, a `concat!` with macros in it),
-    /// judged by the compiler through the `const fn` scanner where it is used, so that a
-    /// function-local `const` or a shadowing one is the one judged.
+    /// judged by the compiler through the `const fn` scanner where it is handed to
+    /// `prepare` or `exec`, so that a function-local `const` or a shadowing one is the one
+    /// judged.
     Const(Expr, Handed),
+    /// A constant expression judged where its statement was bound
+    /// (`let stmt = db.prepare(SQL);`), into the local named here: a statement run in a
+    /// block where `SQL` names another constant runs the SQL it was prepared with, so it
+    /// must not be judged by the name where it runs.
+    Bound(Expr, Ident),
     /// Computed at run time: scanned where it is handed to `prepare` or `exec`.
     Dynamic,
     /// Out of sight (a statement built by a helper, passed in, collected into a `Vec`,
@@ -169,6 +175,7 @@ mod tests {
             } => "read",
             Sql::Literal { .. } => "write",
             Sql::Const(..) => "const",
+            Sql::Bound(..) => unreachable!("judged where a statement is bound, not by `judge`"),
             Sql::Dynamic => "dynamic",
             Sql::Unseen => "unseen",
         }

@@ -4,6 +4,7 @@
 //!   the tests that prove the happy path allocates nothing. A test binary installs the
 //!   allocator itself (`#[global_allocator]`), so only the binaries that count pay for it.
 //! - [`block_on`]: polls a future that never waits, without a runtime that could allocate.
+//! - [`join_all`]: awaits several futures in one task, as `futures::future::join_all`.
 //! - [`Logs`]: captures the log lines of one test thread.
 //! - [`fake_db`]: a stand-in D1 whose statements fail from a script, for the attribute's
 //!   tests.
@@ -14,7 +15,9 @@
 
 mod counting_alloc;
 pub mod fake_db;
+mod join;
 mod log_capture;
 
 pub use counting_alloc::{CountingAllocator, allocations, allocations_of, block_on};
+pub use join::join_all;
 pub use log_capture::{CaptureGuard, Logs};

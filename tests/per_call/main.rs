@@ -312,6 +312,63 @@ async fn a_local_const_is_judged_where_it_is_used() {
     assert_eq!(calls_with(&db, "shadow"), 1);
 }
 
+/// A name a macro may bind is not followed: after `bind_statement!(stmt = <write>)`,
+/// `stmt` is the write, and a failure after it ran is handed back.
+#[tokio::test(start_paused = true)]
+async fn a_statement_name_a_macro_rebinds_is_not_followed() {
+    for (message, calls) in [
+        (Message::NetworkConnectionLost, 1),
+        (Message::CannotResolve, 2),
+    ] {
+        let db = database();
+        db.add_fault(
+            Fault::new(message)
+                .after_execution()
+                .when_sql_contains(INSERT)
+                .times(1),
+        );
+        let result = repo(&db).rebound_by_macro("m").await;
+        assert_eq!(result.is_ok(), message == Message::CannotResolve);
+        assert_eq!(calls_with(&db, INSERT), calls, "{message:?}");
+        // Each run inserted a row (the kit injects after execution).
+        let rows = count(&db, "SELECT count(*) FROM orders");
+        assert_eq!(rows, calls as i64, "{message:?}");
+    }
+}
+
+/// A bound statement's constant SQL is judged where it is prepared: the write bound
+/// outside the block runs once, though a read constant of the same name is in scope where
+/// it runs.
+#[tokio::test(start_paused = true)]
+async fn a_bound_statement_is_judged_by_the_constant_it_was_prepared_with() {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(INSERT)
+            .times(1),
+    );
+    assert!(repo(&db).const_shadowed_where_run().await.is_err());
+    assert_eq!(calls_with(&db, INSERT), 1);
+    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+}
+
+/// A name bound again inside a `join!` argument is not followed either: the write bound
+/// outside it runs once after a failure that may have run it.
+#[tokio::test(start_paused = true)]
+async fn a_statement_name_bound_again_inside_join_is_not_followed() {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(INSERT)
+            .times(1),
+    );
+    assert!(repo(&db).shadowed_in_join("j").await.is_err());
+    assert_eq!(calls_with(&db, INSERT), 1);
+    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_batch_collected_in_a_loop_is_a_write() {
     for (message, calls) in [

@@ -6,6 +6,7 @@ use core::sync::atomic::{AtomicU32, Ordering};
 
 use d1_retry::testing::{D1Database, D1PreparedStatement, Error};
 use d1_retry::{RetryPolicy, d1_retry};
+use test_support::join_all;
 
 pub const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 
@@ -80,6 +81,21 @@ macro_rules! insert_order {
             .bind(&[$item.into()])?
             .run()
             .await?
+    };
+}
+
+/// A project's own macro that binds a statement to a name the caller gives.
+macro_rules! bind_statement {
+    ($name:ident = $statement:expr) => {
+        let $name = $statement;
+    };
+}
+
+/// `futures::join!` for one future, as a project might write it: its argument is an
+/// expression evaluated once, as in the `join!` macros the attribute looks into.
+macro_rules! join {
+    ($future:expr) => {
+        ($future.await,)
     };
 }
 
@@ -246,6 +262,52 @@ impl Repo {
         Ok(())
     }
 
+    /// A read bound to `stmt`, then the project's own macro binding a write to the same
+    /// name (`let $name = $statement;`), which shadows it: `stmt.run()` runs the write.
+    #[d1_retry(policy = NO_BUDGET)]
+    pub async fn rebound_by_macro(&self, item: &str) -> Result<i64, Error> {
+        let stmt = self.db.prepare(SQL);
+        let before = stmt.first::<Count>(None).await?;
+        bind_statement!(
+            stmt = self
+                .db
+                .prepare("INSERT INTO orders (item) VALUES (?1)")
+                .bind(&[item.into()])?
+        );
+        stmt.run().await?;
+        Ok(before.map_or(0, |count| count.n))
+    }
+
+    /// A statement bound to a constant's SQL, run in a block where a constant of the same
+    /// name says something else: the SQL it runs is the one it was prepared with.
+    #[d1_retry(policy = NO_BUDGET)]
+    pub async fn const_shadowed_where_run(&self) -> Result<(), Error> {
+        const QUERY: &str = "INSERT INTO orders (item) VALUES ('outer')";
+        let stmt = self.db.prepare(QUERY);
+        {
+            const QUERY: &str = "SELECT count(*) AS n FROM orders";
+            self.db.prepare(QUERY).first::<Count>(None).await?;
+            stmt.run().await?;
+        }
+        Ok(())
+    }
+
+    /// A write bound to `stmt`, and a read of the same name inside a `join!` argument's
+    /// block: after the `join!`, `stmt` is the write again.
+    #[d1_retry(policy = NO_BUDGET)]
+    pub async fn shadowed_in_join(&self, item: &str) -> Result<i64, Error> {
+        let stmt = self
+            .db
+            .prepare("INSERT INTO orders (item) VALUES (?1)")
+            .bind(&[item.into()])?;
+        let (count,) = join!(async {
+            let stmt = self.db.prepare(SQL);
+            stmt.first::<Count>(None).await
+        });
+        stmt.run().await?;
+        Ok(count?.map_or(0, |count| count.n))
+    }
+
     /// Statements collected into a `Vec` in a loop, run as one `batch`.
     #[d1_retry(policy = NO_BUDGET)]
     pub async fn bulk(&self, items: &[&str]) -> Result<(), Error> {
@@ -329,33 +391,4 @@ async fn read_back(db: &D1Database, id: i64) -> Result<String, Error> {
         .first::<Item>(None)
         .await?;
     Ok(row.map(|row| row.item).unwrap_or_default())
-}
-
-/// `futures::future::join_all` without the dependency: polls every future until all are done.
-pub async fn join_all<F: core::future::Future>(
-    futures: impl IntoIterator<Item = F>,
-) -> Vec<F::Output> {
-    let mut pending: Vec<_> = futures.into_iter().map(|f| Some(Box::pin(f))).collect();
-    let mut outputs: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
-    core::future::poll_fn(|cx| {
-        let mut done = true;
-        for (slot, output) in pending.iter_mut().zip(outputs.iter_mut()) {
-            if let Some(future) = slot {
-                match future.as_mut().poll(cx) {
-                    core::task::Poll::Ready(value) => {
-                        *output = Some(value);
-                        *slot = None;
-                    }
-                    core::task::Poll::Pending => done = false,
-                }
-            }
-        }
-        if done {
-            core::task::Poll::Ready(())
-        } else {
-            core::task::Poll::Pending
-        }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
 }
