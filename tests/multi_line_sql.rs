@@ -12,6 +12,7 @@
 
 use d1_retry::testing::{D1Database, Error, Fault, Message, Operation};
 use d1_retry::{RetryPolicy, d1_retry, is_read_only, is_read_only_prepared};
+use test_support::join_all;
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 
@@ -88,6 +89,92 @@ impl Repo {
         Ok(found)
     }
 
+    /// Two reads over several lines awaited together (`tokio::join!`), as a handler that
+    /// loads a page's parts at once: each call is retried on its own.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn joined(&self, sql: &str) -> Result<(i64, u64), Error> {
+        let counting = self
+            .db
+            .prepare("SELECT count(*) AS n FROM users /* every user,\nDELETE FROM users;\n*/");
+        let listing = self.db.prepare(sql);
+        let (count, rows) = tokio::join!(counting.first::<Count>(None), listing.all());
+        Ok((
+            count?.map_or(0, |count| count.n),
+            rows?.results::<Row>()?.len() as u64,
+        ))
+    }
+
+    /// A statement over several lines prepared once, run for each id concurrently.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn joined_each(&self, ids: &[i64]) -> Result<i64, Error> {
+        let find = self
+            .db
+            .prepare("SELECT count(*) AS n FROM users /* one id\n   at a time */ WHERE id = ?1");
+        let runs = ids.iter().map(|id| {
+            let find = &find;
+            async move {
+                find.clone()
+                    .bind(&[(*id).into()])?
+                    .first::<Count>(None)
+                    .await
+            }
+        });
+        let mut found = 0;
+        for count in join_all(runs).await {
+            found += count?.map_or(0, |count| count.n);
+        }
+        Ok(found)
+    }
+
+    /// A write whose string runs over two lines, awaited beside a read.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn joined_write(&self) -> Result<u64, Error> {
+        let insert = self
+            .db
+            .prepare("INSERT INTO users (replace) VALUES ('two\nlines')");
+        let listing = self.db.prepare(MULTI_LINE_READ);
+        let (inserted, rows) = tokio::join!(insert.run(), listing.all());
+        inserted?;
+        Ok(rows?.results::<Row>()?.len() as u64)
+    }
+
+    /// The project's own statement macro: the attribute cannot see the SQL inside it, so
+    /// the statement counts as a write, however many lines its SQL has.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_macro(&self) -> Result<Option<Count>, Error> {
+        count_statement!(self.db).first::<Count>(None).await
+    }
+}
+
+/// A project's own macro that hands back a statement.
+macro_rules! count_statement {
+    ($db:expr) => {
+        $db.prepare("SELECT count(*) AS n FROM users /* every user,\nDELETE FROM users;\n*/")
+    };
+}
+use count_statement;
+
+/// A project's own macro that writes annotated methods, the SQL passed as `$sql:expr` (which
+/// reaches the attribute as a literal in an invisible group): judged as the literal it is.
+macro_rules! counting_methods {
+    ($($name:ident => $sql:expr;)*) => {
+        impl Repo {
+            $(
+                #[d1_retry(policy = NO_BUDGET)]
+                async fn $name(&self) -> Result<Option<Count>, Error> {
+                    self.db.prepare($sql).first::<Count>(None).await
+                }
+            )*
+        }
+    };
+}
+
+counting_methods! {
+    macro_read => "SELECT count(*) AS n FROM users /* every user,\nDELETE FROM users;\n*/";
+    macro_write => "DELETE FROM users WHERE id = 1 /* and,\nreturn */ RETURNING id AS n";
+}
+
+impl Repo {
     /// The whole body vouched read-only: every SQL it prepares must be.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn whole_body(&self, sql: &str) -> Result<u64, Error> {
@@ -216,4 +303,96 @@ async fn a_read_only_body_prepares_sql_over_several_lines() {
     assert_eq!(repo.whole_body(MULTI_LINE_READ).await.unwrap(), 6);
     assert_eq!(repo.db.calls().len(), 4, "both reads ran twice");
     assert_eq!(users(&repo), 3);
+}
+
+/// Awaited together, the read that failed after it ran is made again, and the other once.
+#[tokio::test(start_paused = true)]
+async fn reads_over_several_lines_awaited_together_are_each_retried() {
+    for (operation, calls_first, calls_all) in [(Operation::First, 2, 1), (Operation::All, 1, 2)] {
+        let repo = seeded();
+        fail_once_after_running(&repo, operation);
+        assert_eq!(repo.joined(MULTI_LINE_READ).await.unwrap(), (3, 3));
+        let calls = repo.db.calls();
+        let count = |op| calls.iter().filter(|call| call.operation == op).count();
+        assert_eq!(count(Operation::First), calls_first, "{operation:?}");
+        assert_eq!(count(Operation::All), calls_all, "{operation:?}");
+        assert_eq!(users(&repo), 3);
+    }
+}
+
+/// A statement over several lines prepared once and run concurrently for each id: the run
+/// that failed after it ran is made again, and no other.
+#[tokio::test(start_paused = true)]
+async fn a_statement_over_several_lines_run_concurrently_is_retried_per_run() {
+    let repo = seeded();
+    repo.db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .on(Operation::First)
+            .on_calls(1..2),
+    );
+    assert_eq!(repo.joined_each(&[1, 2, 3]).await.unwrap(), 3);
+    assert_eq!(repo.db.calls().len(), 4, "three runs, one of them twice");
+}
+
+/// Beside a read, a write over two lines that may have run is handed back after one run;
+/// failing before it ran, it is made again; either way its row is there once.
+#[tokio::test(start_paused = true)]
+async fn a_write_over_several_lines_awaited_together_runs_once() {
+    let inserted = |repo: &Repo| {
+        repo.db
+            .with_connection(|c| {
+                c.query_row(
+                    "SELECT count(*) FROM users WHERE replace = 'two\nlines'",
+                    [],
+                    |row| row.get::<_, i64>(0),
+                )
+            })
+            .unwrap()
+    };
+    let repo = seeded();
+    fail_once_after_running(&repo, Operation::Run);
+    assert!(repo.joined_write().await.is_err(), "handed back");
+    assert_eq!(inserted(&repo), 1, "ran once");
+    let runs = repo
+        .db
+        .calls()
+        .iter()
+        .filter(|c| c.operation == Operation::Run)
+        .count();
+    assert_eq!(runs, 1);
+
+    let repo = seeded();
+    repo.db.add_fault(
+        Fault::new(Message::TooManyRequestsQueued)
+            .before_execution()
+            .on(Operation::Run)
+            .times(1),
+    );
+    assert_eq!(repo.joined_write().await.unwrap(), 3);
+    assert_eq!(inserted(&repo), 1, "made again, since it had not run");
+}
+
+/// SQL inside the project's own macro is out of the attribute's sight: a write, whatever
+/// it says, so it runs once after a failure that may have run it.
+#[tokio::test(start_paused = true)]
+async fn sql_inside_a_user_macro_counts_as_a_write() {
+    let repo = seeded();
+    fail_once_after_running(&repo, Operation::First);
+    assert!(repo.own_macro().await.is_err());
+    assert_eq!(repo.db.calls().len(), 1, "not made again");
+}
+
+/// Methods written by the project's own macro, their SQL passed in as `$sql:expr`: a read
+/// over several lines is retried, a write is not.
+#[tokio::test(start_paused = true)]
+async fn sql_passed_to_a_user_macro_that_writes_methods_is_judged() {
+    let repo = seeded();
+    fail_once_after_running(&repo, Operation::First);
+    assert_eq!(repo.macro_read().await.unwrap(), Some(Count { n: 3 }));
+    assert_eq!(repo.db.calls().len(), 2, "the read ran again");
+    fail_once_after_running(&repo, Operation::First);
+    assert!(repo.macro_write().await.is_err());
+    assert_eq!(repo.db.calls().len(), 3, "the write ran once");
+    assert_eq!(users(&repo), 2);
 }

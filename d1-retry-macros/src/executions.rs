@@ -138,6 +138,41 @@ pub(crate) struct Found {
     pub(crate) probes_errors: bool,
 }
 
+/// Whether `local` is `let name = &name;` or `let name = name.clone();`, a name bound
+/// again to what it already means (immutably, and with no `else`).
+fn same_statement_again(local: &Local) -> bool {
+    let pat = match &local.pat {
+        Pat::Ident(pat) => pat,
+        Pat::Type(typed) => match &*typed.pat {
+            Pat::Ident(pat) => pat,
+            _ => return false,
+        },
+        _ => return false,
+    };
+    if pat.mutability.is_some() || pat.by_ref.is_some() || pat.subpat.is_some() {
+        return false;
+    }
+    let Some(init) = &local.init else {
+        return false;
+    };
+    if init.diverge.is_some() {
+        return false;
+    }
+    let same = |expr: &Expr| matches!(expr, Expr::Path(path) if path.qself.is_none() && path.path.is_ident(&pat.ident));
+    match strip_parens(&init.expr) {
+        Expr::Reference(reference) => {
+            reference.mutability.is_none() && same(strip_parens(&reference.expr))
+        }
+        Expr::MethodCall(call) => {
+            call.method == "clone"
+                && call.args.is_empty()
+                && call.turbofish.is_none()
+                && same(strip_parens(&call.receiver))
+        }
+        _ => false,
+    }
+}
+
 /// Finds the executions of `block` and, in per-call mode, rewrites them.
 pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Ident]) -> Found {
     let mut bindings = Bindings::default();
@@ -204,6 +239,16 @@ impl Visit<'_> for Bindings {
     fn visit_pat_ident(&mut self, pat: &syn::PatIdent) {
         self.bound(&pat.ident);
         visit::visit_pat_ident(self, pat);
+    }
+
+    /// `let stmt = &stmt;` and `let stmt = stmt.clone();` (how a statement is handed to
+    /// the `async move` blocks of a `join_all`) are not counted: each binds the name to
+    /// the statement the name already means, so while every other binding is counted, all
+    /// of them mean the one statement.
+    fn visit_local(&mut self, local: &Local) {
+        if !same_statement_again(local) {
+            visit::visit_local(self, local);
+        }
     }
 
     /// An expression macro's arguments are visited as the finder visits them (their
@@ -1285,6 +1330,37 @@ mod tests {
                 "run retried unseen",
                 "first retried read",
                 "all retried read",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_statement_bound_again_to_itself_is_followed() {
+        assert_eq!(
+            per_call(
+                r#"{
+                let s = db.prepare("SELECT 1");
+                let s = &s;
+                s.first(None).await?;
+                let t = db.prepare("SELECT 2");
+                let runs = ids.iter().map(|id| { let t = t.clone(); async move { t.all().await } });
+                let u = db.prepare("SELECT 3");
+                let u = &other;
+                u.run().await?;
+                let v = db.prepare("SELECT 4");
+                let v = &mut v;
+                v.run().await?;
+                let w = db.prepare("SELECT 5");
+                let w: &Statement = &w;
+                w.run().await?;
+            }"#
+            ),
+            [
+                "first retried read",
+                "all retried read",
+                "run retried unseen",
+                "run retried unseen",
+                "run retried read",
             ]
         );
     }
