@@ -54,6 +54,40 @@ const EXPRESSION_MACROS: [&str; 11] = [
     "try_join",
 ];
 
+/// Macros that, called as a statement, bind no name of the caller's but those in their
+/// tokens (which [`Bindings`] counts): std's printing, assertion and panicking macros,
+/// `tracing`'s and `log`'s events, workers-rs's `console_*!`, anyhow's and eyre's
+/// `ensure!` and `bail!`, and the [`EXPRESSION_MACROS`]. A `macro_rules!` macro can only
+/// bind a name it is handed, but a procedural one may expand to a `let` of any name with
+/// the caller's hygiene: in a body that calls any other macro as a statement, no
+/// statement variable is followed.
+const STATEMENT_MACROS: [&str; 24] = [
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "panic",
+    "todo",
+    "unimplemented",
+    "unreachable",
+    "dbg",
+    "trace",
+    "debug",
+    "info",
+    "warn",
+    "error",
+    "event",
+    "log",
+    "console_log",
+    "console_debug",
+    "console_warn",
+    "console_error",
+    "ensure",
+    "bail",
+];
+
 /// The arguments of a macro call read as expressions: a comma-separated list, or
 /// `vec!`'s `element; count`.
 enum MacroArguments {
@@ -205,6 +239,9 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
 #[derive(Default)]
 struct Bindings {
     counts: HashMap<String, usize>,
+    /// The body calls a macro as a statement that may bind names out of sight
+    /// ([`STATEMENT_MACROS`]): no name counts as bound once.
+    opaque: bool,
 }
 
 impl Bindings {
@@ -213,7 +250,7 @@ impl Bindings {
     }
 
     fn unique(&self, ident: &Ident) -> bool {
-        self.counts.get(&ident.to_string()) == Some(&1)
+        !self.opaque && self.counts.get(&ident.to_string()) == Some(&1)
     }
 }
 
@@ -249,6 +286,14 @@ impl Visit<'_> for Bindings {
         if !same_statement_again(local) {
             visit::visit_local(self, local);
         }
+    }
+
+    fn visit_stmt_macro(&mut self, stmt: &syn::StmtMacro) {
+        let known = macro_name(&stmt.mac).is_some_and(|name| {
+            STATEMENT_MACROS.contains(&name.as_str()) || EXPRESSION_MACROS.contains(&name.as_str())
+        });
+        self.opaque |= !known;
+        visit::visit_stmt_macro(self, stmt);
     }
 
     /// An expression macro's arguments are visited as the finder visits them (their
@@ -1298,19 +1343,46 @@ mod tests {
 
     #[test]
     fn names_a_macro_may_bind_are_not_followed() {
-        // `bind!(s = db.prepare(..))` may expand to `let s = ..;`, shadowing the read.
+        // A known statement macro binds no name but those in its tokens: a name in them is
+        // not followed, others are.
         assert_eq!(
             per_call(
                 r#"{
                 let s = db.prepare("SELECT 1");
-                bind!(s = db.prepare("DELETE FROM t"));
+                tracing::info!(?s, "bound");
                 s.run().await?;
                 let t = db.prepare("SELECT 2");
-                log!(other);
+                info!(other);
+                let n = my_count!(t);
                 t.run().await?;
             }"#
             ),
-            ["run retried unseen", "run retried read"]
+            ["run retried unseen", "run retried unseen"]
+        );
+        assert_eq!(
+            per_call(
+                r#"{
+                let t = db.prepare("SELECT 2");
+                info!(other);
+                let n = my_count!(other);
+                t.run().await?;
+            }"#
+            ),
+            ["run retried read"]
+        );
+        // Any other statement macro (`bind!(s = db.prepare(..))` may expand to
+        // `let s = ..;`, a procedural one to a `let` of any name): nothing is followed.
+        assert_eq!(
+            per_call(
+                r#"{
+                let s = db.prepare("SELECT 1");
+                let t = db.prepare("SELECT 2");
+                bind!(x);
+                s.run().await?;
+                t.run().await?;
+            }"#
+            ),
+            ["run retried unseen", "run retried unseen"]
         );
         // An expression macro's arguments bind names as any expression does: a `let` in a
         // `join!` argument's block is a second binding.

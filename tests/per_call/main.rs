@@ -313,12 +313,16 @@ async fn a_local_const_is_judged_where_it_is_used() {
 }
 
 /// A name a macro may bind is not followed: after `bind_statement!(stmt = <write>)`,
-/// `stmt` is the write, and a failure after it ran is handed back.
+/// `stmt` is the write, and a failure after it ran is handed back. The same through a
+/// macro named like a logging macro, which the attribute takes to bind only the names in
+/// its tokens.
 #[tokio::test(start_paused = true)]
 async fn a_statement_name_a_macro_rebinds_is_not_followed() {
-    for (message, calls) in [
-        (Message::NetworkConnectionLost, 1),
-        (Message::CannotResolve, 2),
+    for (named_debug, message, calls) in [
+        (false, Message::NetworkConnectionLost, 1),
+        (false, Message::CannotResolve, 2),
+        (true, Message::NetworkConnectionLost, 1),
+        (true, Message::CannotResolve, 2),
     ] {
         let db = database();
         db.add_fault(
@@ -327,12 +331,17 @@ async fn a_statement_name_a_macro_rebinds_is_not_followed() {
                 .when_sql_contains(INSERT)
                 .times(1),
         );
-        let result = repo(&db).rebound_by_macro("m").await;
+        let repo = repo(&db);
+        let result = match named_debug {
+            false => repo.rebound_by_macro("m").await,
+            true => repo.rebound_by_macro_named_debug("m").await,
+        };
         assert_eq!(result.is_ok(), message == Message::CannotResolve);
-        assert_eq!(calls_with(&db, INSERT), calls, "{message:?}");
+        let case = format!("{message:?}, named debug: {named_debug}");
+        assert_eq!(calls_with(&db, INSERT), calls, "{case}");
         // Each run inserted a row (the kit injects after execution).
         let rows = count(&db, "SELECT count(*) FROM orders");
-        assert_eq!(rows, calls as i64, "{message:?}");
+        assert_eq!(rows, calls as i64, "{case}");
     }
 }
 
