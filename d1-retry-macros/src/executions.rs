@@ -1435,6 +1435,21 @@ mod tests {
                 "run retried read",
             ]
         );
+        // Only those two forms: any other `let` of the name is a second binding.
+        for rebinding in [
+            "let mut s = &s;",
+            "let ref s = &s;",
+            "let s @ _ = &s;",
+            "let s = s.to_owned();",
+            "let s = other.clone();",
+            "let s = s.clone(x);",
+            "let s = s.clone::<X>();",
+            "let s = &s else { return };",
+        ] {
+            let body =
+                format!(r#"{{ let s = db.prepare("SELECT 1"); {rebinding} s.run().await?; }}"#);
+            assert_eq!(per_call(&body), ["run retried unseen"], "{rebinding}");
+        }
     }
 
     #[test]
