@@ -172,41 +172,6 @@ pub(crate) struct Found {
     pub(crate) probes_errors: bool,
 }
 
-/// Whether `local` is `let name = &name;` or `let name = name.clone();`, a name bound
-/// again to what it already means (immutably, and with no `else`).
-fn same_statement_again(local: &Local) -> bool {
-    let pat = match &local.pat {
-        Pat::Ident(pat) => pat,
-        Pat::Type(typed) => match &*typed.pat {
-            Pat::Ident(pat) => pat,
-            _ => return false,
-        },
-        _ => return false,
-    };
-    if pat.mutability.is_some() || pat.by_ref.is_some() || pat.subpat.is_some() {
-        return false;
-    }
-    let Some(init) = &local.init else {
-        return false;
-    };
-    if init.diverge.is_some() {
-        return false;
-    }
-    let same = |expr: &Expr| matches!(expr, Expr::Path(path) if path.qself.is_none() && path.path.is_ident(&pat.ident));
-    match strip_parens(&init.expr) {
-        Expr::Reference(reference) => {
-            reference.mutability.is_none() && same(strip_parens(&reference.expr))
-        }
-        Expr::MethodCall(call) => {
-            call.method == "clone"
-                && call.args.is_empty()
-                && call.turbofish.is_none()
-                && same(strip_parens(&call.receiver))
-        }
-        _ => false,
-    }
-}
-
 /// Finds the executions of `block` and, in per-call mode, rewrites them.
 pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Ident]) -> Found {
     let mut bindings = Bindings::default();
@@ -252,9 +217,7 @@ impl Bindings {
     fn unique(&self, ident: &Ident) -> bool {
         !self.opaque && self.counts.get(&ident.to_string()) == Some(&1)
     }
-}
 
-impl Bindings {
     /// Counts every name in a macro's tokens as bound twice: a statement macro may expand
     /// to `let $name = ..;`, which binds the caller's name (`bind!(stmt = db.prepare(..))`
     /// shadows `stmt` after it), and the attribute cannot see what a macro expands to.
@@ -326,6 +289,44 @@ impl Visit<'_> for Bindings {
     }
 
     fn visit_item(&mut self, _: &syn::Item) {}
+}
+
+/// Whether `local` is `let name = &name;` or `let name = name.clone();`, a name bound
+/// again to what it already means (immutably, and with no `else`).
+fn same_statement_again(local: &Local) -> bool {
+    let pat = match &local.pat {
+        Pat::Ident(pat) => pat,
+        Pat::Type(typed) => match &*typed.pat {
+            Pat::Ident(pat) => pat,
+            _ => return false,
+        },
+        _ => return false,
+    };
+    if pat.mutability.is_some() || pat.by_ref.is_some() || pat.subpat.is_some() {
+        return false;
+    }
+    let Some(init) = &local.init else {
+        return false;
+    };
+    if init.diverge.is_some() {
+        return false;
+    }
+    let same = |expr: &Expr| {
+        matches!(expr, Expr::Path(path)
+            if path.qself.is_none() && path.path.is_ident(&pat.ident))
+    };
+    match strip_parens(&init.expr) {
+        Expr::Reference(reference) => {
+            reference.mutability.is_none() && same(strip_parens(&reference.expr))
+        }
+        Expr::MethodCall(call) => {
+            call.method == "clone"
+                && call.args.is_empty()
+                && call.turbofish.is_none()
+                && same(strip_parens(&call.receiver))
+        }
+        _ => false,
+    }
 }
 
 /// What is known of a statement variable's SQL.
