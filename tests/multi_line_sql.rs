@@ -259,19 +259,30 @@ async fn prepared_dynamic_sql_that_writes_is_still_handed_back() {
     assert_eq!(repo.db.calls().len(), 1, "the write ran once");
 }
 
-/// In a loop, the failed run of the prepared statement is made again, and no other.
+/// A statement prepared once and run for each id, in a loop (`each`) or concurrently
+/// through `join_all` (`joined_each`): the failed run is made again, and no other.
 #[tokio::test(start_paused = true)]
-async fn a_statement_prepared_once_over_several_lines_is_retried_in_a_loop() {
-    let repo = seeded();
-    repo.db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .on(Operation::First)
-            .on_calls(1..2),
-    );
-    assert_eq!(repo.each(&[1, 2, 3]).await.unwrap(), 3);
-    assert_eq!(repo.db.calls().len(), 4, "three runs, the second one twice");
-    assert_eq!(users(&repo), 3);
+async fn a_statement_prepared_once_over_several_lines_is_retried_per_run() {
+    for concurrently in [false, true] {
+        let repo = seeded();
+        repo.db.add_fault(
+            Fault::new(Message::NetworkConnectionLost)
+                .after_execution()
+                .on(Operation::First)
+                .on_calls(1..2),
+        );
+        let found = match concurrently {
+            false => repo.each(&[1, 2, 3]).await,
+            true => repo.joined_each(&[1, 2, 3]).await,
+        };
+        assert_eq!(found.unwrap(), 3, "concurrently: {concurrently}");
+        let calls = repo.db.calls().len();
+        assert_eq!(
+            calls, 4,
+            "three runs, one of them twice; concurrently: {concurrently}"
+        );
+        assert_eq!(users(&repo), 3);
+    }
 }
 
 /// `exec()` runs the comment's inner line: the same text writes there, so it is not made
@@ -318,21 +329,6 @@ async fn reads_over_several_lines_awaited_together_are_each_retried() {
         assert_eq!(count(Operation::All), calls_all, "{operation:?}");
         assert_eq!(users(&repo), 3);
     }
-}
-
-/// A statement over several lines prepared once and run concurrently for each id: the run
-/// that failed after it ran is made again, and no other.
-#[tokio::test(start_paused = true)]
-async fn a_statement_over_several_lines_run_concurrently_is_retried_per_run() {
-    let repo = seeded();
-    repo.db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .on(Operation::First)
-            .on_calls(1..2),
-    );
-    assert_eq!(repo.joined_each(&[1, 2, 3]).await.unwrap(), 3);
-    assert_eq!(repo.db.calls().len(), 4, "three runs, one of them twice");
 }
 
 /// Beside a read, a write over two lines that may have run is handed back after one run;

@@ -345,37 +345,28 @@ async fn a_statement_name_a_macro_rebinds_is_not_followed() {
     }
 }
 
-/// A bound statement's constant SQL is judged where it is prepared: the write bound
-/// outside the block runs once, though a read constant of the same name is in scope where
-/// it runs.
+/// A write bound outside a block is judged by its own SQL where it runs in that block:
+/// though a read constant of the same name is in scope there (`const_shadowed_where_run`),
+/// or a read bound to the same name inside a `join!` argument ran before it
+/// (`shadowed_in_join`). A failure after it ran is handed back: one run, one row.
 #[tokio::test(start_paused = true)]
-async fn a_bound_statement_is_judged_by_the_constant_it_was_prepared_with() {
-    let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains(INSERT)
-            .times(1),
-    );
-    assert!(repo(&db).const_shadowed_where_run().await.is_err());
-    assert_eq!(calls_with(&db, INSERT), 1);
-    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
-}
-
-/// A name bound again inside a `join!` argument is not followed either: the write bound
-/// outside it runs once after a failure that may have run it.
-#[tokio::test(start_paused = true)]
-async fn a_statement_name_bound_again_inside_join_is_not_followed() {
-    let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains(INSERT)
-            .times(1),
-    );
-    assert!(repo(&db).shadowed_in_join("j").await.is_err());
-    assert_eq!(calls_with(&db, INSERT), 1);
-    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+async fn a_write_bound_outside_a_block_is_judged_by_its_own_sql() {
+    for shape in ["const_shadowed_where_run", "shadowed_in_join"] {
+        let db = database();
+        db.add_fault(
+            Fault::new(Message::NetworkConnectionLost)
+                .after_execution()
+                .when_sql_contains(INSERT)
+                .times(1),
+        );
+        let result = match shape {
+            "const_shadowed_where_run" => repo(&db).const_shadowed_where_run().await,
+            _ => repo(&db).shadowed_in_join("j").await.map(|_| ()),
+        };
+        assert!(result.is_err(), "{shape}");
+        assert_eq!(calls_with(&db, INSERT), 1, "{shape}");
+        assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1, "{shape}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
