@@ -105,6 +105,26 @@ impl Queries {
     }
 }
 
+/// A constant of the type's parameter, bound to a variable: judged where it is bound, by
+/// an inline `const` block, which may name the parameters of a generic impl.
+trait Dialect {
+    const COUNT: &'static str;
+}
+
+struct Generic<D>(core::marker::PhantomData<D>);
+
+impl<D: Dialect> Generic<D> {
+    const FIND: &str = "SELECT id FROM users";
+
+    #[d1_retry]
+    async fn bound(db: &Db) -> Result<Option<i64>, DbError> {
+        let count = db.prepare(D::COUNT);
+        let find = db.prepare(Self::FIND);
+        count.first().await?;
+        find.first().await
+    }
+}
+
 struct Repo {
     db: Db,
 }
@@ -218,6 +238,11 @@ fn main() {
     assert_eq!(block_on(local_const(&db)).ok(), Some(1));
     assert_eq!(block_on(shadowed_const(&db)).ok(), Some(1));
     assert_eq!(block_on(Queries::associated(&db)).ok(), Some(Some(1)));
+    struct Sqlite;
+    impl Dialect for Sqlite {
+        const COUNT: &'static str = "SELECT count(*) FROM users";
+    }
+    assert_eq!(block_on(Generic::<Sqlite>::bound(&db)).ok(), Some(Some(1)));
     assert_eq!(block_on(path_prepare(&db, 1)).ok(), Some(1));
     assert_eq!(block_on(Repo { db: Db }.path_prepare()).ok(), Some(1));
     assert_eq!(block_on(inferred(&db)).ok(), Some(vec![1, 1, 1]));
