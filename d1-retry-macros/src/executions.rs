@@ -1385,6 +1385,10 @@ mod tests {
             ),
             ["run retried unseen", "run retried unseen"]
         );
+        assert_eq!(
+            per_call(r#"{ let s = db.prepare("SELECT 1"); bind! { x } s.run().await?; }"#),
+            ["run retried unseen"]
+        );
         // An expression macro's arguments bind names as any expression does: a `let` in a
         // `join!` argument's block is a second binding.
         assert_eq!(
