@@ -241,13 +241,15 @@ impl Visit<'_> for Bindings {
         visit::visit_pat_ident(self, pat);
     }
 
-    /// `let stmt = &stmt;` and `let stmt = stmt.clone();` (how a statement is handed to
-    /// the `async move` blocks of a `join_all`) are not counted: each binds the name to
-    /// the statement the name already means, so while every other binding is counted, all
-    /// of them mean the one statement.
+    /// `let stmt = &stmt;`, `let stmt = stmt.clone();` (how a statement is handed to the
+    /// `async move` blocks of a `join_all`) and `let stmt = stmt.bind(..)?;` do not count
+    /// their name: each binds it to a statement with the SQL the name already means, so
+    /// while every other binding is counted, all of them mean one SQL. The names bound
+    /// inside the initialiser (a block among `bind`'s arguments) are counted.
     fn visit_local(&mut self, local: &Local) {
-        if !same_statement_again(local) {
-            visit::visit_local(self, local);
+        match &local.init {
+            Some(init) if same_statement_again(local) => self.visit_expr(&init.expr),
+            _ => visit::visit_local(self, local),
         }
     }
 
@@ -291,8 +293,10 @@ impl Visit<'_> for Bindings {
     fn visit_item(&mut self, _: &syn::Item) {}
 }
 
-/// Whether `local` is `let name = &name;` or `let name = name.clone();`, a name bound
-/// again to what it already means (immutably, and with no `else`).
+/// Whether `local` binds a name again to a statement derived from what the name already
+/// means (`let stmt = &stmt;`, `let stmt = stmt.clone();`,
+/// `let stmt = stmt.bind(&[id.into()])?;`): the same SQL under the same name, bound
+/// immutably and with no `else`.
 fn same_statement_again(local: &Local) -> bool {
     let pat = match &local.pat {
         Pat::Ident(pat) => pat,
@@ -305,27 +309,32 @@ fn same_statement_again(local: &Local) -> bool {
     if pat.mutability.is_some() || pat.by_ref.is_some() || pat.subpat.is_some() {
         return false;
     }
-    let Some(init) = &local.init else {
-        return false;
-    };
-    if init.diverge.is_some() {
-        return false;
-    }
-    let same = |expr: &Expr| {
-        matches!(expr, Expr::Path(path)
-            if path.qself.is_none() && path.path.is_ident(&pat.ident))
-    };
-    match strip_parens(&init.expr) {
-        Expr::Reference(reference) => {
-            reference.mutability.is_none() && same(strip_parens(&reference.expr))
-        }
-        Expr::MethodCall(call) => {
-            call.method == "clone"
-                && call.args.is_empty()
-                && call.turbofish.is_none()
-                && same(strip_parens(&call.receiver))
-        }
+    match &local.init {
+        Some(init) if init.diverge.is_none() => derived_from(&init.expr) == Some(&pat.ident),
         _ => false,
+    }
+}
+
+/// The variable a statement expression is derived from, through what [`Finder::statement`]
+/// passes through to its receiver: `?`, parentheses, `&`, `.clone()`, `.bind(..)`,
+/// `.bind_refs(..)`.
+fn derived_from(expr: &Expr) -> Option<&Ident> {
+    match expr {
+        Expr::Paren(inner) => derived_from(&inner.expr),
+        Expr::Group(inner) => derived_from(&inner.expr),
+        Expr::Try(inner) => derived_from(&inner.expr),
+        Expr::Reference(reference) if reference.mutability.is_none() => {
+            derived_from(&reference.expr)
+        }
+        Expr::MethodCall(call)
+            if call.turbofish.is_none()
+                && (matches!(call.method.to_string().as_str(), "bind" | "bind_refs")
+                    || (call.method == "clone" && call.args.is_empty())) =>
+        {
+            derived_from(&call.receiver)
+        }
+        Expr::Path(path) if path.qself.is_none() => path.path.get_ident(),
+        _ => None,
     }
 }
 
@@ -1440,7 +1449,32 @@ mod tests {
                 "run retried read",
             ]
         );
-        // Only those two forms: any other `let` of the name is a second binding.
+        // Bound to its own parameters under its own name: still its SQL, read or write.
+        assert_eq!(
+            per_call(
+                r#"{
+                let s = db.prepare("SELECT 1");
+                let s = s.bind(&[a])?;
+                s.first(None).await?;
+                let d = db.prepare("DELETE FROM t WHERE id = ?1");
+                let d = d.clone().bind(&[b])?.bind_refs(&c)?;
+                d.run().await?;
+            }"#
+            ),
+            ["first retried read", "run retried write"]
+        );
+        // A name bound inside the arguments is counted.
+        assert_eq!(
+            per_call(
+                r#"{
+                let s = db.prepare("DELETE FROM t WHERE id = ?1");
+                let s = s.bind(&[{ let s = db.prepare("SELECT 1"); s.first(None).await?.id }])?;
+                s.run().await?;
+            }"#
+            ),
+            ["first retried unseen", "run retried unseen"]
+        );
+        // Only those forms: any other `let` of the name is a second binding.
         for rebinding in [
             "let mut s = &s;",
             "let ref s = &s;",

@@ -312,6 +312,33 @@ async fn a_local_const_is_judged_where_it_is_used() {
     assert_eq!(calls_with(&db, "shadow"), 1);
 }
 
+/// `let stmt = stmt.bind(..)?;` keeps the statement's SQL: the read that failed after it
+/// ran is made again, the write that did is handed back (one row).
+#[tokio::test(start_paused = true)]
+async fn a_statement_bound_in_place_keeps_its_sql() {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains("SELECT count(*) AS n FROM orders WHERE item")
+            .times(1),
+    );
+    assert_eq!(repo(&db).bound_in_place("p").await.unwrap(), 0);
+    assert_eq!(calls_with(&db, "WHERE item"), 2, "the read ran again");
+    assert_eq!(calls_with(&db, INSERT), 1);
+
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(INSERT)
+            .times(1),
+    );
+    assert!(repo(&db).bound_in_place("p").await.is_err());
+    assert_eq!(calls_with(&db, INSERT), 1, "the write ran once");
+    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+}
+
 /// A name a macro may bind is not followed: after `bind_statement!(stmt = <write>)`,
 /// `stmt` is the write, and a failure after it ran is handed back. The same through a
 /// macro named like a logging macro, which the attribute takes to bind only the names in

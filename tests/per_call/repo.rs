@@ -269,6 +269,21 @@ impl Repo {
         Ok(())
     }
 
+    /// A statement bound to its parameters under its own name, the common way to write it:
+    /// a read, then a write.
+    #[d1_retry(policy = NO_BUDGET)]
+    pub async fn bound_in_place(&self, item: &str) -> Result<i64, Error> {
+        let count = self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders WHERE item = ?1");
+        let count = count.bind(&[item.into()])?;
+        let before = count.first::<Count>(None).await?;
+        let insert = self.db.prepare("INSERT INTO orders (item) VALUES (?1)");
+        let insert = insert.bind(&[item.into()])?;
+        insert.run().await?;
+        Ok(before.map_or(0, |row| row.n))
+    }
+
     /// A read bound to `stmt`, then the project's own macro binding a write to the same
     /// name (`let $name = $statement;`), which shadows it: `stmt.run()` runs the write.
     #[d1_retry(policy = NO_BUDGET)]
