@@ -333,7 +333,8 @@ fn derived_from(expr: &Expr) -> Option<&Ident> {
         {
             derived_from(&call.receiver)
         }
-        Expr::Path(path) if path.qself.is_none() => path.path.get_ident(),
+        // `get_ident` is `None` for `<T>::s` too: a qualified path has a leading `::`.
+        Expr::Path(path) => path.path.get_ident(),
         _ => None,
     }
 }
@@ -1489,6 +1490,24 @@ mod tests {
                 format!(r#"{{ let s = db.prepare("SELECT 1"); {rebinding} s.run().await?; }}"#);
             assert_eq!(per_call(&body), ["run retried unseen"], "{rebinding}");
         }
+    }
+
+    #[test]
+    fn derived_from_sees_through_what_the_finder_does() {
+        let name = |expr: Expr| derived_from(&expr).map(ToString::to_string);
+        let parse = |text: &str| syn::parse_str::<Expr>(text).unwrap();
+        assert_eq!(name(parse("(s).bind(&[a])?")), Some("s".into()));
+        assert_eq!(name(parse("&(s.clone())")), Some("s".into()));
+        // A macro's `$s:expr` reaches the attribute in an invisible group.
+        let grouped = Expr::Group(syn::ExprGroup {
+            attrs: Vec::new(),
+            group_token: Default::default(),
+            expr: Box::new(parse("s")),
+        });
+        assert_eq!(name(grouped), Some("s".into()));
+        assert_eq!(name(parse("<T>::s")), None);
+        assert_eq!(name(parse("a::s")), None);
+        assert_eq!(name(parse("s.run()")), None);
     }
 
     #[test]
