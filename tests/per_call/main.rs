@@ -55,6 +55,19 @@ fn calls_with(db: &D1Database, fragment: &str) -> usize {
         .count()
 }
 
+/// A database whose first call with `fragment` in its SQL fails as maybe executed, after
+/// it ran.
+fn lost_once_after_running(fragment: &str) -> D1Database {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(fragment)
+            .times(1),
+    );
+    db
+}
+
 const INSERT: &str = "INSERT INTO orders";
 const READ: &str = "SELECT count(*)";
 
@@ -282,13 +295,7 @@ async fn insert_returning_is_not_run_again_when_the_read_back_fails() {
     assert_eq!(calls_with(&db, "RETURNING"), 1);
     assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
 
-    let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains("RETURNING")
-            .times(1),
-    );
+    let db = lost_once_after_running("RETURNING");
     assert!(repo_for(&db).insert_returning("r").await.is_err());
     assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
 }
@@ -299,13 +306,7 @@ fn repo_for(db: &D1Database) -> Repo {
 
 #[tokio::test(start_paused = true)]
 async fn a_local_const_is_judged_where_it_is_used() {
-    let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains("shadow")
-            .times(1),
-    );
+    let db = lost_once_after_running("shadow");
     // The inner `SQL` writes: a maybe-executed failure is handed back, not retried.
     assert!(repo(&db).shadowed().await.is_err());
     assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
@@ -316,24 +317,12 @@ async fn a_local_const_is_judged_where_it_is_used() {
 /// ran is made again, the write that did is handed back (one row).
 #[tokio::test(start_paused = true)]
 async fn a_statement_bound_in_place_keeps_its_sql() {
-    let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains("SELECT count(*) AS n FROM orders WHERE item")
-            .times(1),
-    );
+    let db = lost_once_after_running("SELECT count(*) AS n FROM orders WHERE item");
     assert_eq!(repo(&db).bound_in_place("p").await.unwrap(), 0);
     assert_eq!(calls_with(&db, "WHERE item"), 2, "the read ran again");
     assert_eq!(calls_with(&db, INSERT), 1);
 
-    let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains(INSERT)
-            .times(1),
-    );
+    let db = lost_once_after_running(INSERT);
     assert!(repo(&db).bound_in_place("p").await.is_err());
     assert_eq!(calls_with(&db, INSERT), 1, "the write ran once");
     assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
@@ -379,13 +368,7 @@ async fn a_statement_name_a_macro_rebinds_is_not_followed() {
 #[tokio::test(start_paused = true)]
 async fn a_write_bound_outside_a_block_is_judged_by_its_own_sql() {
     for shape in ["const_shadowed_where_run", "shadowed_in_join"] {
-        let db = database();
-        db.add_fault(
-            Fault::new(Message::NetworkConnectionLost)
-                .after_execution()
-                .when_sql_contains(INSERT)
-                .times(1),
-        );
+        let db = lost_once_after_running(INSERT);
         let result = match shape {
             "const_shadowed_where_run" => repo(&db).const_shadowed_where_run().await,
             _ => repo(&db).shadowed_in_join("j").await.map(|_| ()),
