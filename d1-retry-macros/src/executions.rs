@@ -911,7 +911,9 @@ impl Finder<'_> {
         if matches!(&*init.expr, Expr::Path(_)) {
             return None;
         }
-        let slot = self.fresh_slot(&ident.to_string());
+        // `r#type` names its slot `type`: a hint is a part of an identifier, not one.
+        let name = syn::ext::IdentExt::unraw(&ident).to_string();
+        let slot = self.fresh_slot(&name);
         let mut statements = Statements {
             sql: Vec::new(),
             known_slots: Vec::new(),
@@ -927,7 +929,7 @@ impl Finder<'_> {
         let declaration = if let Sql::Const(expr, handed) = sql {
             // Judged here, before the binding and in its scope, where the name in `expr`
             // means what it means to `prepare`; the statement may run where it does not.
-            let verdict = self.fresh_slot(&format!("{ident}_judged"));
+            let verdict = self.fresh_slot(&format!("{name}_judged"));
             let scanner = handed.scanner(expr.span());
             let declaration = syn::parse_quote_spanned! {expr.span()=>
                 let #verdict = #private::Access::judged(const { #private::#scanner(#expr) });
@@ -1490,6 +1492,21 @@ mod tests {
                 format!(r#"{{ let s = db.prepare("SELECT 1"); {rebinding} s.run().await?; }}"#);
             assert_eq!(per_call(&body), ["run retried unseen"], "{rebinding}");
         }
+    }
+
+    #[test]
+    fn statements_named_by_raw_identifiers_are_followed() {
+        assert_eq!(
+            per_call(
+                r#"{
+                let r#type = db.prepare(sql);
+                r#type.run().await?;
+                let r#match = db.prepare(QUERY);
+                r#match.first(None).await?;
+            }"#
+            ),
+            ["run retried dynamic", "first retried bound const"]
+        );
     }
 
     #[test]

@@ -125,6 +125,15 @@ impl<D: Dialect> Generic<D> {
     }
 }
 
+/// Statement variables named by raw identifiers.
+#[d1_retry]
+async fn raw_names(db: &Db, sql: &str) -> Result<u64, DbError> {
+    let r#type = db.prepare(sql);
+    let r#match = db.prepare(Queries::FIND);
+    r#match.first().await?;
+    r#type.run().await
+}
+
 struct Repo {
     db: Db,
 }
@@ -243,6 +252,7 @@ fn main() {
         const COUNT: &'static str = "SELECT count(*) FROM users";
     }
     assert_eq!(block_on(Generic::<Sqlite>::bound(&db)).ok(), Some(Some(1)));
+    assert_eq!(block_on(raw_names(&db, "SELECT 1")).ok(), Some(1));
     assert_eq!(block_on(path_prepare(&db, 1)).ok(), Some(1));
     assert_eq!(block_on(Repo { db: Db }.path_prepare()).ok(), Some(1));
     assert_eq!(block_on(inferred(&db)).ok(), Some(vec![1, 1, 1]));
