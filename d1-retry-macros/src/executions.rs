@@ -316,8 +316,7 @@ fn same_statement_again(local: &Local) -> bool {
 }
 
 /// The variable a statement expression is derived from, through what [`Finder::statement`]
-/// passes through to its receiver: `?`, parentheses, `&`, `.clone()`, `.bind(..)`,
-/// `.bind_refs(..)`.
+/// passes through to its receiver: `?`, parentheses, `&` and [`keeps_the_sql`]'s calls.
 fn derived_from(expr: &Expr) -> Option<&Ident> {
     match expr {
         Expr::Paren(inner) => derived_from(&inner.expr),
@@ -326,17 +325,19 @@ fn derived_from(expr: &Expr) -> Option<&Ident> {
         Expr::Reference(reference) if reference.mutability.is_none() => {
             derived_from(&reference.expr)
         }
-        Expr::MethodCall(call)
-            if call.turbofish.is_none()
-                && (matches!(call.method.to_string().as_str(), "bind" | "bind_refs")
-                    || (call.method == "clone" && call.args.is_empty())) =>
-        {
+        Expr::MethodCall(call) if call.turbofish.is_none() && keeps_the_sql(call) => {
             derived_from(&call.receiver)
         }
         // `get_ident` is `None` for `<T>::s` too: a qualified path has a leading `::`.
         Expr::Path(path) => path.path.get_ident(),
         _ => None,
     }
+}
+
+/// `.bind(..)`, `.bind_refs(..)` or `.clone()`: a statement with its receiver's SQL.
+fn keeps_the_sql(call: &ExprMethodCall) -> bool {
+    matches!(call.method.to_string().as_str(), "bind" | "bind_refs")
+        || (call.method == "clone" && call.args.is_empty())
 }
 
 /// What is known of a statement variable's SQL.
@@ -393,10 +394,7 @@ impl Finder<'_> {
             Expr::Group(inner) => self.statement(&mut inner.expr, slot, out),
             Expr::Try(inner) => self.statement(&mut inner.expr, slot, out),
             Expr::Reference(inner) => self.statement(&mut inner.expr, slot, out),
-            Expr::MethodCall(call)
-                if matches!(call.method.to_string().as_str(), "bind" | "bind_refs")
-                    || (call.method == "clone" && call.args.is_empty()) =>
-            {
+            Expr::MethodCall(call) if keeps_the_sql(call) => {
                 self.statement(&mut call.receiver, slot, out);
             }
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
@@ -514,12 +512,7 @@ impl Finder<'_> {
                 Sql::Literal { read_only, .. } => {
                     Some(quote!(#private::Access::judged(#read_only)))
                 }
-                Sql::Const(expr, handed) => {
-                    let scanner = handed.scanner(expr.span());
-                    Some(quote_spanned! {expr.span()=>
-                        #private::Access::judged(const { #private::#scanner(#expr) })
-                    })
-                }
+                Sql::Const(expr, handed) => Some(const_access(private, expr, *handed)),
                 Sql::Bound(_, verdict) => Some(quote!(#verdict)),
                 Sql::Unseen => Some(quote!(#private::Access::Unseen)),
                 // Read from the slots below.
@@ -930,10 +923,8 @@ impl Finder<'_> {
             // Judged here, before the binding and in its scope, where the name in `expr`
             // means what it means to `prepare`; the statement may run where it does not.
             let verdict = self.fresh_slot(&format!("{name}_judged"));
-            let scanner = handed.scanner(expr.span());
-            let declaration = syn::parse_quote_spanned! {expr.span()=>
-                let #verdict = #private::Access::judged(const { #private::#scanner(#expr) });
-            };
+            let access = const_access(private, &expr, handed);
+            let declaration = syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;};
             sql = Sql::Bound(expr, verdict);
             Some(declaration)
         } else {
@@ -1130,6 +1121,15 @@ impl Finder<'_> {
             return;
         }
         self.visit_expr_mut(element);
+    }
+}
+
+/// The `Access` of constant SQL handed to `handed`, judged by the compiler where this
+/// expression stands (spanned at the constant, so its errors point there).
+fn const_access(private: &TokenStream, expr: &Expr, handed: Handed) -> TokenStream {
+    let scanner = handed.scanner(expr.span());
+    quote_spanned! {expr.span()=>
+        #private::Access::judged(const { #private::#scanner(#expr) })
     }
 }
 
@@ -1451,6 +1451,11 @@ mod tests {
                 "run retried unseen",
                 "run retried read",
             ]
+        );
+        // Through a reference, the statement is the one referred to.
+        assert_eq!(
+            per_call(r#"{ let s = db.prepare("SELECT 1"); (&s).first(None).await?; }"#),
+            ["first retried read"]
         );
         // Bound to its own parameters under its own name: still its SQL, read or write.
         assert_eq!(
