@@ -106,8 +106,10 @@ impl SqliteStatement<'_, '_> {
     }
 }
 
-// Marked like `worker`'s statements, so the annotated methods take the retrying path.
+// Marked like `worker`'s statements, so the annotated methods take the retrying path, and
+// like its database, so that the SQL handed to its `prepare` is judged (a read).
 impl d1_retry::D1Receiver for SqliteStatement<'_, '_> {}
+impl d1_retry::D1Receiver for Sqlite {}
 
 impl UserRepo<Sqlite> {
     async fn find_plain(&self, id: i64) -> Result<Row, DbError> {

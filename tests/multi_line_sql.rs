@@ -211,9 +211,7 @@ fn fail_once_after_running(repo: &Repo, operation: Operation) {
 }
 
 fn users(repo: &Repo) -> i64 {
-    repo.db
-        .with_connection(|c| c.query_row("SELECT count(*) FROM users", [], |row| row.get(0)))
-        .unwrap()
+    test_support::count(&repo.db, "SELECT count(*) FROM users")
 }
 
 #[test]

@@ -27,7 +27,8 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
             let mut text = format!(
                 "\n\n**Retries** (`#[d1_retry]`): {count} call{plural} named like D1 \
                  executions, each retried on its own if its receiver is a `D1Receiver` (a D1 \
-                 statement, session or database):"
+                 statement, session or database), its SQL judged if a `D1Receiver` prepared \
+                 it (any other statement counts as a write):"
             );
             for execution in &found.executions {
                 text.push_str("\n- ");

@@ -214,6 +214,12 @@ impl Bindings {
         *self.counts.entry(ident.to_string()).or_default() += 1;
     }
 
+    /// Whether the body binds `ident` anywhere: then it may name a local, even when it is
+    /// written like a constant.
+    fn any(&self, ident: &Ident) -> bool {
+        self.counts.contains_key(&ident.to_string())
+    }
+
     fn unique(&self, ident: &Ident) -> bool {
         !self.opaque && self.counts.get(&ident.to_string()) == Some(&1)
     }
@@ -344,8 +350,10 @@ fn keeps_the_sql(call: &ExprMethodCall) -> bool {
 #[derive(Clone)]
 struct Known {
     sql: Sql,
-    /// The slot its dynamic SQL was scanned into.
-    slot: Option<Ident>,
+    /// Its `Access` parts taken where it was bound, from `Copy` locals, so that `async move`
+    /// blocks may each take a copy: what its slot recorded (dynamic SQL, a receiver probed
+    /// as it was evaluated), and its `prepare`'s receiver probed by type.
+    verdicts: Vec<TokenStream>,
 }
 
 struct Finder<'a> {
@@ -365,13 +373,19 @@ struct Finder<'a> {
 }
 
 /// The statements an execution runs, and the dynamic SQL to scan on the way.
+#[derive(Default)]
 struct Statements {
     sql: Vec<Sql>,
-    /// Slots of statement variables, read at the execution.
-    known_slots: Vec<Ident>,
-    /// Dynamic SQL arguments inside the execution's own expression, scanned into the
-    /// execution's slot.
+    /// Verdicts of statement variables ([`Known::verdicts`]), read at the execution.
+    known_verdicts: Vec<TokenStream>,
+    /// Dynamic SQL arguments and receivers of `prepare` inside the execution's own
+    /// expression, recorded into the execution's slot as they are evaluated.
     scans: usize,
+    /// Receivers of `prepare` that are places, probed by type before the statement is
+    /// evaluated ([`Finder::database_check`]): each a local holding the site the dispatch
+    /// picked, zero-sized (so it adds nothing to a future that keeps it across an await),
+    /// and its initialiser.
+    checks: Vec<(Ident, TokenStream)>,
 }
 
 impl Finder<'_> {
@@ -398,35 +412,44 @@ impl Finder<'_> {
                 self.statement(&mut call.receiver, slot, out);
             }
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
-                if let Some(sql) = call.args.first_mut() {
+                if self.database_check(&mut call.receiver, slot, out)
+                    && let Some(sql) = call.args.first_mut()
+                {
                     self.sql_argument(sql, Handed::Prepare, slot, out);
+                } else {
+                    out.sql.push(Sql::Unseen);
                 }
             }
-            Expr::Call(call) if is_prepare_path(&call.func) && !call.args.is_empty() => {
-                // `D1Database::prepare(&db, sql)`: the SQL comes after the database.
-                let index = call.args.len().min(2) - 1;
-                if let Some(sql) = call.args.iter_mut().nth(index) {
+            // `D1Database::prepare(&db, sql)`: the SQL comes after the database.
+            Expr::Call(call) if is_d1_prepare_path(&call.func) && call.args.len() == 2 => {
+                let mut args = call.args.iter_mut();
+                if let (Some(db), Some(sql)) = (args.next(), args.next())
+                    && self.database_check(db, slot, out)
+                {
                     self.sql_argument(sql, Handed::Prepare, slot, out);
+                } else {
+                    out.sql.push(Sql::Unseen);
                 }
             }
-            Expr::Macro(mac)
-                if mac
-                    .mac
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|s| s.ident == "query") =>
-            {
+            Expr::Macro(mac) if is_worker_query(&mac.mac.path) => {
                 // workers-rs's `query!(db, sql, args..)`: its SQL is the second argument,
-                // out of reach for a rewrite, so only literals and constants are known.
+                // out of reach for a rewrite, so only literals and constants are known,
+                // and only when the database is a place whose type can be probed.
                 let args =
                     Punctuated::<Expr, Token![,]>::parse_terminated.parse2(mac.mac.tokens.clone());
-                let sql = match args.ok().and_then(|args| args.into_iter().nth(1)) {
-                    Some(sql) => match judge(&sql, Handed::Prepare) {
-                        Sql::Dynamic => Sql::Unseen,
-                        known => known,
-                    },
-                    None => Sql::Unseen,
+                let mut args = args.into_iter().flatten();
+                let sql = match (args.next(), args.next()) {
+                    (Some(mut db), Some(sql)) => {
+                        if self.database_check(&mut db, None, out) {
+                            match judge(&sql, Handed::Prepare) {
+                                Sql::Dynamic => Sql::Unseen,
+                                known => known,
+                            }
+                        } else {
+                            Sql::Unseen
+                        }
+                    }
+                    _ => Sql::Unseen,
                 };
                 out.sql.push(sql);
             }
@@ -438,15 +461,94 @@ impl Finder<'_> {
                     .and_then(|ident| self.statements.get(&ident.to_string()))
                     .cloned();
                 match known {
-                    Some(Known { sql, slot }) => {
+                    Some(Known { sql, verdicts }) => {
                         out.sql.push(sql);
-                        out.known_slots.extend(slot);
+                        out.known_verdicts.extend(verdicts);
                     }
                     None => out.sql.push(Sql::Unseen),
                 }
             }
             _ => out.sql.push(Sql::Unseen),
         }
+    }
+
+    /// Whether the SQL handed to a `prepare` on `db` (its receiver, or the first argument of
+    /// `D1Database::prepare`) may be judged: only a [`D1Receiver`]'s
+    /// `prepare` is known to prepare its argument as it is, and one of the user's own may
+    /// build any statement from it (`self.archive.prepare("SELECT ..")` inserting the rows
+    /// it selects). The attribute cannot see types, so the expansion asks the runtime's
+    /// receiver dispatch, whose verdict joins the statement's access:
+    ///
+    /// - a variable, or a field, element or dereference of one (nearly every receiver), is
+    ///   probed by type before the statement is evaluated, through a closure that is never
+    ///   called, so nothing is read, moved or evaluated twice ([`Statements::checks`]);
+    /// - a value (`env.d1("DB")?.prepare(..)`, `self.db().prepare(..)`) is probed where it
+    ///   is evaluated, and the verdict recorded into `slot` as dynamic SQL's is;
+    /// - with no slot (a call left as written), inside a macro's arguments, which are not
+    ///   rewritten, or for a place reached through a call (`self.state().db`), nothing can
+    ///   be probed: false, and the statement is out of sight.
+    ///
+    /// [`D1Receiver`]: https://docs.rs/d1-retry/latest/d1_retry/trait.D1Receiver.html
+    fn database_check(
+        &mut self,
+        db: &mut Expr,
+        slot: Option<&Ident>,
+        out: &mut Statements,
+    ) -> bool {
+        let private = &self.names.private;
+        let span = db.span();
+        // The site the dispatch picks (`Retrying` or `Plain`, zero-sized), taken by a
+        // `let` whose temporaries (the closure, the references of the dispatch) end with
+        // it: in a `match` scrutinee they would be kept across the execution's await, and
+        // make its future larger.
+        let site = Ident::new("__d1_retry_site", Span::mixed_site());
+        let probe = |place: TokenStream| {
+            quote_spanned! {span=>
+                {
+                    let #site = (&&#private::Receiver::of_place(|| #place)).d1_site();
+                    #site
+                }
+            }
+        };
+        let bare = strip_parens(db);
+        let checked = match bare {
+            place if is_plain_place(place) => Some(probe(quote!(&#place))),
+            // `D1Database::prepare(&self.db, sql)`.
+            Expr::Reference(reference)
+                if reference.mutability.is_none() && is_plain_place(&reference.expr) =>
+            {
+                Some(probe(reference.to_token_stream()))
+            }
+            _ => None,
+        };
+        if let Some(check) = checked {
+            let local = self.fresh_slot("db");
+            out.checks.push((local, check));
+            return true;
+        }
+        // A place reached through a call (`self.state().db`) can be neither probed without
+        // evaluating the call, nor moved or borrowed out of a `match` without changing
+        // what the call's temporaries live for.
+        if is_place_expression(bare) {
+            return false;
+        }
+        let Some(slot) = slot else {
+            return false;
+        };
+        let value = Ident::new("__d1_retry_database", Span::mixed_site());
+        let record = quote_spanned! {span=>
+            #slot.record((&&#private::Receiver::of(&#value)).d1_site().prepare_access().is_read_only());
+        };
+        *db = Expr::Verbatim(quote_spanned! {span=>
+            (match #bare {
+                #value => {
+                    #record
+                    #value
+                }
+            })
+        });
+        out.scans += 1;
+        true
     }
 
     /// Judges SQL handed to `prepare` or `exec` (`handed`), wrapping dynamic SQL to be
@@ -459,7 +561,20 @@ impl Finder<'_> {
         slot: Option<&Ident>,
         out: &mut Statements,
     ) {
-        let judged = judge(sql, handed);
+        let judged = match judge(sql, handed) {
+            // `let INSERT_SQL = format!(..)`: a local named like a constant, which a
+            // `const` block could not read. Scanned as dynamic SQL, which a constant of
+            // that name would be judged the same by.
+            Sql::Const(Expr::Path(path), _)
+                if path
+                    .path
+                    .get_ident()
+                    .is_some_and(|name| self.bindings.any(name)) =>
+            {
+                Sql::Dynamic
+            }
+            judged => judged,
+        };
         let span = sql.span();
         let private = &self.names.private;
         match (&judged, self.mode) {
@@ -519,8 +634,11 @@ impl Finder<'_> {
                 Sql::Dynamic => None,
             })
             .collect();
-        for known in &statements.known_slots {
-            parts.push(quote!(#known.access()));
+        for known in &statements.known_verdicts {
+            parts.push(quote!(#known));
+        }
+        for (check, _) in &statements.checks {
+            parts.push(prepare_access(check));
         }
         if statements.scans > 0
             && let Some(slot) = slot
@@ -567,11 +685,7 @@ impl Finder<'_> {
     fn execution(&mut self, call: &mut ExprMethodCall, awaited: bool) -> Option<TokenStream> {
         let method = call.method.to_string();
         let span = call.method.span();
-        let mut statements = Statements {
-            sql: Vec::new(),
-            known_slots: Vec::new(),
-            scans: 0,
-        };
+        let mut statements = Statements::default();
         if self.mode != Mode::PerCall {
             // The whole body is retried: `prepare` and `exec` SQL is judged where it is
             // passed (see `whole_body_sql`), and the call stays as written.
@@ -753,17 +867,14 @@ impl Finder<'_> {
                 }
             }
         };
-        Some(self.with_slot(body, &slot, statements.scans))
+        let body = self.with_slot(body, &slot, statements.scans);
+        Some(with_checks(body, &statements.checks, whole))
     }
 
     /// In whole-body mode, SQL handed to `prepare` anywhere in the body (a `let`, a
     /// helper's argument) is judged, so that `read_only` is checked against all of it.
     fn whole_body_sql(&mut self, expr: &mut Expr) {
-        let mut statements = Statements {
-            sql: Vec::new(),
-            known_slots: Vec::new(),
-            scans: 0,
-        };
+        let mut statements = Statements::default();
         match expr {
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
                 if let Some(sql) = call.args.first_mut() {
@@ -776,6 +887,12 @@ impl Finder<'_> {
                     self.sql_argument(sql, Handed::Prepare, None, &mut statements);
                 }
             }
+            // `D1Database::exec(&db, sql)`; `db.exec(sql)` is judged as an execution.
+            Expr::Call(call) if is_exec_path(&call.func) && call.args.len() == 2 => {
+                if let Some(sql) = call.args.iter_mut().nth(1) {
+                    self.sql_argument(sql, Handed::Exec, None, &mut statements);
+                }
+            }
             _ => {}
         }
     }
@@ -786,11 +903,7 @@ impl Finder<'_> {
             return None;
         }
         let slot = self.fresh_slot("await");
-        let mut statements = Statements {
-            sql: Vec::new(),
-            known_slots: Vec::new(),
-            scans: 0,
-        };
+        let mut statements = Statements::default();
         self.statement(base, Some(&slot), &mut statements);
         self.executions.push(Execution {
             method: ".await".to_owned(),
@@ -832,7 +945,8 @@ impl Finder<'_> {
                 }
             }
         };
-        Some(self.with_slot(body, &slot, statements.scans))
+        let body = self.with_slot(body, &slot, statements.scans);
+        Some(with_checks(body, &statements.checks, span))
     }
 
     /// The loop's `begin` and `attempt` methods, and what `attempt` is given besides the
@@ -870,6 +984,8 @@ impl Finder<'_> {
     }
 
     fn with_slot(&self, body: TokenStream, slot: &Ident, scans: usize) -> TokenStream {
+        // A `match`, whose scrutinee lives as long as the body's temporaries: a block's
+        // `let` would not.
         if scans == 0 {
             return body;
         }
@@ -881,8 +997,9 @@ impl Finder<'_> {
         }
     }
 
-    /// A `let stmt = <statement>;` whose SQL later executions of `stmt` can be judged by.
-    fn statement_binding(&mut self, local: &mut Local) -> Option<Stmt> {
+    /// A `let stmt = <statement>;` whose SQL later executions of `stmt` can be judged by:
+    /// the statements to place before the `let` and after it.
+    fn statement_binding(&mut self, local: &mut Local) -> Option<(Vec<Stmt>, Vec<Stmt>)> {
         // A `mut` binding can be reassigned, replaced through `&mut` or destructured into,
         // so its name no longer means one statement: it is not followed (out of sight).
         let plain = |pat: &syn::PatIdent| {
@@ -907,40 +1024,40 @@ impl Finder<'_> {
         // `r#type` names its slot `type`: a hint is a part of an identifier, not one.
         let name = syn::ext::IdentExt::unraw(&ident).to_string();
         let slot = self.fresh_slot(&name);
-        let mut statements = Statements {
-            sql: Vec::new(),
-            known_slots: Vec::new(),
-            scans: 0,
-        };
+        let mut statements = Statements::default();
         self.statement(&mut init.expr, Some(&slot), &mut statements);
         let mut sql = match statements.sql.as_slice() {
             [sql] => sql.clone(),
             _ => Sql::Unseen,
         };
-        let private = &self.names.private;
-        let mut known_slot = statements.known_slots.first().cloned();
-        let declaration = if let Sql::Const(expr, handed) = sql {
+        let private = self.names.private.clone();
+        let mut before: Vec<Stmt> = Vec::new();
+        let mut after: Vec<Stmt> = Vec::new();
+        let mut verdicts = statements.known_verdicts;
+        if let Sql::Const(expr, handed) = sql {
             // Judged here, before the binding and in its scope, where the name in `expr`
             // means what it means to `prepare`; the statement may run where it does not.
             let verdict = self.fresh_slot(&format!("{name}_judged"));
-            let access = const_access(private, &expr, handed);
-            let declaration = syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;};
+            let access = const_access(&private, &expr, handed);
+            before.push(syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;});
             sql = Sql::Bound(expr, verdict);
-            Some(declaration)
-        } else {
-            (statements.scans > 0).then(|| {
-                known_slot = Some(slot.clone());
-                syn::parse_quote!(let #slot = #private::SqlSlot::new();)
-            })
-        };
-        self.statements.insert(
-            ident.to_string(),
-            Known {
-                sql,
-                slot: known_slot,
-            },
-        );
-        declaration
+        }
+        for (check, probe) in statements.checks {
+            before.push(syn::parse_quote!(let #check = #probe;));
+            verdicts.push(prepare_access(&check));
+        }
+        if statements.scans > 0 {
+            // Read once the statement is made: an `Access` is `Copy`, so each `async move`
+            // block that runs the statement takes a copy, where the slot could be moved
+            // into one block only.
+            let verdict = self.fresh_slot(&format!("{name}_scanned"));
+            before.push(syn::parse_quote!(let #slot = #private::SqlSlot::new();));
+            after.push(syn::parse_quote!(let #verdict = #slot.access();));
+            verdicts.push(verdict.into_token_stream());
+        }
+        self.statements
+            .insert(ident.to_string(), Known { sql, verdicts });
+        Some((before, after))
     }
 }
 
@@ -972,12 +1089,13 @@ impl Finder<'_> {
                         self.visit_expr_mut(diverge);
                     }
                 }
-                if self.mode == Mode::PerCall
-                    && let Some(declaration) = self.statement_binding(local)
-                {
-                    stmts.push(declaration);
-                }
+                let (before, after) = match self.mode {
+                    Mode::PerCall => self.statement_binding(local).unwrap_or_default(),
+                    Mode::WholeBody { .. } => Default::default(),
+                };
+                stmts.extend(before);
                 stmts.push(stmt);
+                stmts.extend(after);
                 continue;
             }
             self.visit_stmt_mut(&mut stmt);
@@ -1124,6 +1242,29 @@ impl Finder<'_> {
     }
 }
 
+/// The `Access` a `prepare` adds on the receiver probed into `site` (the site its
+/// dispatch picked): none on a D1 receiver, out of sight on any other.
+fn prepare_access(site: &Ident) -> TokenStream {
+    quote!(#site.prepare_access())
+}
+
+/// `body`, once the receivers of its `prepare` calls are probed ([`Statements::checks`]):
+/// before the statement is evaluated, while each place still holds what it will be
+/// prepared on (a `prepare` of the user's own may consume its receiver).
+/// Spanned at the execution (`span`), the expression whose type diagnostics name.
+fn with_checks(body: TokenStream, checks: &[(Ident, TokenStream)], span: Span) -> TokenStream {
+    if checks.is_empty() {
+        return body;
+    }
+    let locals = checks.iter().map(|(local, _)| local);
+    let probes = checks.iter().map(|(_, probe)| probe);
+    quote_spanned! {span=>
+        match (#(#probes,)*) {
+            (#(#locals,)*) => #body
+        }
+    }
+}
+
 /// The `Access` of constant SQL handed to `handed`, judged by the compiler where this
 /// expression stands (spanned at the constant, so its errors point there).
 fn const_access(private: &TokenStream, expr: &Expr, handed: Handed) -> TokenStream {
@@ -1153,6 +1294,25 @@ fn strip_parens(expr: &Expr) -> &Expr {
     match expr {
         Expr::Paren(inner) => strip_parens(&inner.expr),
         other => other,
+    }
+}
+
+/// A variable, or a field, element or dereference of one, reached without a call: a
+/// closure that borrows it evaluates nothing and moves nothing.
+fn is_plain_place(expr: &Expr) -> bool {
+    match expr {
+        Expr::Path(path) => path.qself.is_none() && path.path.segments.len() == 1,
+        Expr::Field(field) => is_plain_place(&field.base),
+        Expr::Index(index) => {
+            is_plain_place(&index.expr)
+                && (matches!(&*index.index, Expr::Lit(_)) || is_plain_place(&index.index))
+        }
+        Expr::Unary(unary) => {
+            matches!(unary.op, syn::UnOp::Deref(_)) && is_plain_place(&unary.expr)
+        }
+        Expr::Paren(inner) => is_plain_place(&inner.expr),
+        Expr::Group(inner) => is_plain_place(&inner.expr),
+        _ => false,
     }
 }
 
@@ -1189,8 +1349,55 @@ fn is_execution(call: &ExprMethodCall) -> bool {
     }
 }
 
+/// Any function path ending in `prepare` (`D1Database::prepare`, your own): judged in
+/// whole-body mode, where judging more SQL only makes `read_only`'s check stricter.
 fn is_prepare_path(func: &Expr) -> bool {
-    matches!(func, Expr::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "prepare"))
+    is_path_to(func, "prepare")
+}
+
+/// Any function path ending in `exec`, judged in whole-body mode as [`is_prepare_path`].
+fn is_exec_path(func: &Expr) -> bool {
+    is_path_to(func, "exec")
+}
+
+fn is_path_to(func: &Expr, name: &str) -> bool {
+    matches!(func, Expr::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == name))
+}
+
+/// `D1Database::prepare` or `D1DatabaseSession::prepare`, by any path
+/// (`worker::D1Database::prepare`, `<D1Database>::prepare`): a free `prepare(db, sql)`,
+/// a `module::prepare` or a trait's `<D1Database as Mine>::prepare` may be the user's own
+/// and build any statement, while the database argument's type is probed as well.
+fn is_d1_prepare_path(func: &Expr) -> bool {
+    let Expr::Path(path) = func else {
+        return false;
+    };
+    let segments = &path.path.segments;
+    let Some(last) = segments.last() else {
+        return false;
+    };
+    if last.ident != "prepare" {
+        return false;
+    }
+    let is_database = |ident: &Ident| ident == "D1Database" || ident == "D1DatabaseSession";
+    match &path.qself {
+        // `<D1Database>::prepare`, not `<D1Database as Trait>::prepare`.
+        Some(qself) => {
+            qself.position == 0
+                && segments.len() == 1
+                && matches!(&*qself.ty, syn::Type::Path(ty)
+                    if ty.qself.is_none()
+                        && ty.path.segments.last().is_some_and(|s| is_database(&s.ident)))
+        }
+        None => segments.len() >= 2 && is_database(&segments[segments.len() - 2].ident),
+    }
+}
+
+/// `worker::query!` (or `::worker::query!`): a bare `query!` may be the user's own macro,
+/// which may build any statement from its arguments.
+fn is_worker_query(path: &syn::Path) -> bool {
+    let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    names == ["worker", "query"]
 }
 
 /// A variable, `self`, or a field of one: used in place, never moved by the rewrite.
@@ -1555,6 +1762,96 @@ mod tests {
         let inner = code.find("const QUERY").expect(&code);
         assert!(judged < bound && bound < inner, "{code}");
         assert_eq!(code.matches("is_read_only_prepared").count(), 1, "{code}");
+    }
+
+    /// The SQL handed to a `prepare` is judged only where the receiver's type can be
+    /// probed, and `D1Database::prepare` and `worker::query!` only by those names: any other
+    /// `prepare` or `query!` may be the project's own.
+    #[test]
+    fn prepare_is_judged_only_where_its_database_is_probed() {
+        assert_eq!(
+            per_call(
+                r#"{
+                self.db.prepare("SELECT 1").run().await?;
+                dbs[0].prepare("SELECT 1").run().await?;
+                (*self.db).prepare("SELECT 1").run().await?;
+                env.d1("DB")?.prepare("SELECT 1").run().await?;
+                self.state().db.prepare("SELECT 1").run().await?;
+                D1Database::prepare(&self.db, "SELECT 1").run().await?;
+                worker::D1DatabaseSession::prepare(session, "SELECT 1").run().await?;
+                <D1Database>::prepare(db(), "SELECT 1").run().await?;
+                <D1Database as Mine>::prepare(&db, "SELECT 1").run().await?;
+                prepare(&db, "SELECT 1").run().await?;
+                archive::prepare(&db, "SELECT 1").run().await?;
+                worker::query!(&db, "SELECT 1").run().await?;
+                query!(&db, "SELECT 1").run().await?;
+                worker::query!(db(), "SELECT 1").run().await?;
+            }"#
+            ),
+            [
+                "run retried read",
+                "run retried read",
+                "run retried read",
+                "run retried read",
+                "run retried unseen",
+                "run retried read",
+                "run retried read",
+                "run retried read",
+                "run retried unseen",
+                "run retried unseen",
+                "run retried unseen",
+                "run retried read",
+                "run retried unseen",
+                "run retried unseen",
+            ]
+        );
+    }
+
+    /// A place is probed by a closure that is never called, before the statement is made
+    /// (a `prepare` of the project's own may consume it); a value, where it is evaluated,
+    /// into the slot; a bound statement's verdicts are read once it is made, into `Copy`
+    /// locals that `async move` blocks may each take.
+    #[test]
+    fn receivers_are_probed_before_or_as_they_are_evaluated() {
+        let flat = |code: &str| code.replace(' ', "");
+        let (_, code) = found_in(
+            r#"{ self.db.prepare("SELECT 1").run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        let probed = flat(&code).find("of_place(||&self.db)").expect(&code);
+        let made = flat(&code).find("self.db.prepare").expect(&code);
+        assert!(probed < made, "{code}");
+        assert!(code.contains("prepare_access ()"), "{code}");
+        assert!(!code.contains("SqlSlot"), "{code}");
+
+        let (_, code) = found_in(
+            r#"{ self.db().prepare("SELECT 1").run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        assert!(!code.contains("of_place"), "{code}");
+        let record = code.find(". record ((&& ").expect(&code);
+        let made = code.find(". prepare (\"SELECT 1\")").expect(&code);
+        assert!(record < made, "{code}");
+        assert!(code.contains("SqlSlot :: new ()"), "{code}");
+
+        let (_, code) = found_in(
+            r#"{
+                let s = self.db().prepare(sql);
+                let t = self.db.prepare("SELECT 1");
+                join(async move { s.run().await }, async move { t.run().await }).await;
+            }"#,
+            Mode::PerCall,
+            &[],
+        );
+        let bound = code.find("let s =").expect(&code);
+        let read = code.find(". access () ;").expect(&code);
+        assert!(bound < read, "{code}");
+        assert_eq!(code.matches(". access ()").count(), 1, "{code}");
+        let probed = flat(&code).find("of_place(||&self.db)").expect(&code);
+        let made = flat(&code).find("lett=").expect(&code);
+        assert!(probed < made, "{code}");
     }
 
     #[test]

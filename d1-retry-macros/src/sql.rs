@@ -103,9 +103,7 @@ pub(crate) fn judge(sql: &Expr, handed: Handed) -> Sql {
                 None => Sql::Const(sql.clone(), handed),
             }
         }
-        Expr::Path(path) if path.qself.is_some() || looks_constant(&path.path) => {
-            Sql::Const(sql.clone(), handed)
-        }
+        Expr::Path(path) if looks_constant(&path.path) => Sql::Const(sql.clone(), handed),
         _ => Sql::Dynamic,
     }
 }
@@ -118,12 +116,11 @@ fn literal(text: String, span: Span, handed: Handed) -> Sql {
     }
 }
 
-/// `SQL`, `queries::FIND`, `Self::FIND`, `E::FIND`: a constant by Rust's naming, or a path
-/// that cannot name a local variable. A lone lowercase name is a variable: dynamic.
+/// `SQL`, `queries::FIND`, `Self::FIND`, `E::FIND`, `<T as Queries>::FIND`: a constant by
+/// Rust's naming, its last name in upper case. Anything else is dynamic, scanned at run
+/// time: a variable, and paths to other values `prepare` accepts (`Query::CountOrders`, a
+/// variant with `Into<String>`), which a `const` block judging a `&str` would not compile.
 pub(crate) fn looks_constant(path: &syn::Path) -> bool {
-    if path.segments.len() > 1 || path.leading_colon.is_some() {
-        return true;
-    }
     path.segments.last().is_some_and(|last| {
         let name = last.ident.to_string();
         name.chars().any(|c| c.is_ascii_uppercase())
@@ -237,7 +234,9 @@ mod tests {
         let path = |s: &str| syn::parse_str::<syn::Path>(s).unwrap_or_else(|e| panic!("{e}"));
         assert!(looks_constant(&path("SQL")));
         assert!(looks_constant(&path("FIND_BY_ID_2")));
-        assert!(looks_constant(&path("queries::find")));
+        assert!(looks_constant(&path("queries::FIND")));
+        assert!(!looks_constant(&path("queries::find")));
+        assert!(!looks_constant(&path("Query::CountOrders")));
         assert!(looks_constant(&path("::app::SQL")));
         assert!(!looks_constant(&path("sql")));
         assert!(!looks_constant(&path("Sql")));

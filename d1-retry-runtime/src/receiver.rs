@@ -36,9 +36,12 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 /// ```
 ///
 /// What the mark promises: those methods take `&self` and arguments that can be cloned,
-/// and return a future of `Result<T, E>`; an `IntoFuture` receiver is `Clone`. A call on a
-/// type without the mark is made once, as written, and never retried. A generic receiver
-/// counts only when its bounds include `D1Receiver`.
+/// and return a future of `Result<T, E>`; an `IntoFuture` receiver is `Clone`; and its
+/// `prepare(sql)`, if it has one, prepares `sql` as it is, since the attribute judges the
+/// statement by that text. A call on a type without the mark is made once, as written, and
+/// never retried, and a `prepare` on one is out of sight (a `prepare` of your own may build
+/// any statement from its argument). A generic receiver counts only when its bounds include
+/// `D1Receiver`.
 pub trait D1Receiver {}
 
 impl<T: D1Receiver + ?Sized> D1Receiver for &T {}
@@ -66,6 +69,16 @@ impl<R: ?Sized> Receiver<R> {
     /// Probes `receiver`'s type.
     #[inline(always)]
     pub fn of(_receiver: &R) -> Self {
+        Receiver(PhantomData)
+    }
+
+    /// Probes the type of the place `place` borrows, without evaluating anything: the
+    /// closure is never called, so the place is neither read nor moved.
+    #[inline(always)]
+    pub fn of_place<'r>(_place: impl FnOnce() -> &'r R) -> Self
+    where
+        R: 'r,
+    {
         Receiver(PhantomData)
     }
 }
@@ -210,7 +223,23 @@ impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
 #[must_use]
 pub struct Unretried<R>(R);
 
+impl Retrying {
+    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: nothing, since
+    /// a D1 receiver prepares the text it is given.
+    #[inline(always)]
+    pub const fn prepare_access(self) -> Access {
+        Access::ReadOnly
+    }
+}
+
 impl Plain {
+    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: the statement
+    /// is out of sight, since a `prepare` of another type may build any statement from it.
+    #[inline(always)]
+    pub const fn prepare_access(self) -> Access {
+        Access::Unseen
+    }
+
     /// Makes `attempt(args)` once: the call as written.
     #[inline(always)]
     pub fn run<S, A, R>(

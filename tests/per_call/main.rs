@@ -10,6 +10,7 @@ use core::sync::atomic::Ordering;
 
 use d1_retry::testing::{D1Database, Fault, Message, Operation, Timing};
 use repo::{Audit, Repo};
+use test_support::{count, lose_once_after_running};
 
 fn database() -> D1Database {
     let db = D1Database::open_in_memory().unwrap();
@@ -28,11 +29,6 @@ fn repo(db: &D1Database) -> Repo {
         db: db.clone(),
         effects: Default::default(),
     }
-}
-
-fn count(db: &D1Database, sql: &str) -> i64 {
-    db.with_connection(|c| c.query_row(sql, [], |row| row.get(0)))
-        .unwrap()
 }
 
 /// The largest number of times any one order item is in the table.
@@ -59,12 +55,7 @@ fn calls_with(db: &D1Database, fragment: &str) -> usize {
 /// it ran.
 fn lost_once_after_running(fragment: &str) -> D1Database {
     let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains(fragment)
-            .times(1),
-    );
+    lose_once_after_running(&db, fragment);
     db
 }
 

@@ -18,6 +18,11 @@ async fn path_prepare(db: &Db) -> Result<u64, DbError> {
 }
 
 #[d1_retry(read_only)]
+async fn path_exec(db: &Db) -> Result<u64, DbError> {
+    Db::exec(db, "DELETE FROM sessions").await
+}
+
+#[d1_retry(read_only)]
 async fn concatenated(db: &Db) -> Result<u64, DbError> {
     db.prepare(concat!("UPDATE users ", "SET n = n + 1"))
         .run()
@@ -48,6 +53,7 @@ fn main() {
     let _ = (
         exec,
         path_prepare,
+        path_exec,
         concatenated,
         in_batch,
         in_helper_argument,

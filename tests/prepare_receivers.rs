@@ -1,0 +1,362 @@
+//! Whose `prepare` is trusted: `#[d1_retry]` judges the SQL handed to a `prepare` only when
+//! the receiver is a D1 database (a `D1Receiver`), since a `prepare` of the project's own
+//! may build any statement from its argument. Here one inserts the rows its argument
+//! selects: judged by the `SELECT`, its statement would be retried as a read after D1 ran
+//! it, and the rows would land twice.
+//!
+//! Each repository method runs one statement, and each test fails that statement once after
+//! it ran (maybe executed): the archive's inserts land once, and the reads made through D1's
+//! own `prepare`, in every form the attribute probes, are still made again. Also here: the
+//! statement shapes whose verdict is read at run time (dynamic SQL, a database that is a
+//! value) run from several `async move` blocks.
+
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message, Operation};
+use d1_retry::{RetryPolicy, d1_retry};
+use test_support::join_all;
+
+const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
+
+const READ: &str = "SELECT count(*) AS n FROM orders";
+const ARCHIVE: &str = "INSERT INTO archive";
+
+#[derive(serde::Deserialize, Debug, PartialEq)]
+struct Count {
+    n: i64,
+}
+
+/// A repository's own statement builder, with a `prepare` of its own.
+struct Archive {
+    db: D1Database,
+}
+
+impl Archive {
+    /// Archives the items `select` returns: the SQL handed here is not the statement's.
+    fn prepare(&self, select: &str) -> D1PreparedStatement {
+        self.db
+            .prepare(format!("INSERT INTO archive (item) {select}"))
+    }
+}
+
+/// The same as a free function, and in a module.
+fn prepare(db: &D1Database, select: &str) -> D1PreparedStatement {
+    db.prepare(format!("INSERT INTO archive (item) {select}"))
+}
+
+mod archive {
+    pub fn prepare(
+        db: &d1_retry::testing::D1Database,
+        select: &str,
+    ) -> d1_retry::testing::D1PreparedStatement {
+        super::prepare(db, select)
+    }
+}
+
+/// A project's own `query!`, named like workers-rs's.
+macro_rules! query {
+    ($db:expr, $select:expr) => {
+        prepare(&$db, $select)
+    };
+}
+
+/// A query named by an enum, which `prepare` takes through `Into<String>`.
+enum Query {
+    CountOrders,
+}
+
+impl From<Query> for String {
+    fn from(query: Query) -> String {
+        match query {
+            Query::CountOrders => READ.to_owned(),
+        }
+    }
+}
+
+struct Repo {
+    db: D1Database,
+    archive: Archive,
+}
+
+impl Repo {
+    fn archive(&self) -> &Archive {
+        &self.archive
+    }
+
+    fn database(&self) -> &D1Database {
+        &self.db
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_method(&self) -> Result<(), Error> {
+        self.archive
+            .prepare("SELECT item FROM orders")
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_method_bound(&self) -> Result<(), Error> {
+        let archived = self.archive.prepare("SELECT item FROM orders");
+        archived.run().await?;
+        Ok(())
+    }
+
+    /// The builder reached through a call: probed where it is evaluated.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_method_on_a_value(&self) -> Result<(), Error> {
+        self.archive()
+            .prepare("SELECT item FROM orders")
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_method_on_a_value_bound(&self) -> Result<(), Error> {
+        let archived = self.archive().prepare("SELECT item FROM orders");
+        archived.run().await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_function(&self) -> Result<(), Error> {
+        prepare(&self.db, "SELECT item FROM orders").run().await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_module_function(&self) -> Result<(), Error> {
+        archive::prepare(&self.db, "SELECT item FROM orders")
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_query_macro(&self) -> Result<(), Error> {
+        query!(self.db, "SELECT item FROM orders").run().await?;
+        Ok(())
+    }
+
+    /// D1's `prepare` on a field: probed by type, before the statement is made.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn d1_field(&self) -> Result<Option<Count>, Error> {
+        self.db.prepare(READ).first(None).await
+    }
+
+    /// D1's `prepare` on a database returned by a call: probed as it is evaluated.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn d1_value(&self) -> Result<Option<Count>, Error> {
+        self.database().prepare(READ).first(None).await
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn d1_value_bound(&self) -> Result<Option<Count>, Error> {
+        let count = self.database().prepare(READ);
+        count.first(None).await
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn d1_path(&self) -> Result<Option<Count>, Error> {
+        D1Database::prepare(&self.db, READ).first(None).await
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn d1_path_on_a_value(&self) -> Result<Option<Count>, Error> {
+        D1Database::prepare(self.database(), READ).first(None).await
+    }
+
+    /// A local named like a constant: scanned when it is prepared, as dynamic SQL.
+    #[allow(non_snake_case)]
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn local_named_like_a_constant(&self, table: &str) -> Result<Option<Count>, Error> {
+        let COUNT_SQL = format!("SELECT count(*) AS n FROM {table}");
+        self.db.prepare(COUNT_SQL).first(None).await
+    }
+
+    /// An enum's variant is no `&str` constant: scanned when it is prepared, and, not
+    /// being text, counted as a write.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn enum_query(&self) -> Result<Option<Count>, Error> {
+        self.db.prepare(Query::CountOrders).first(None).await
+    }
+
+    /// A statement whose verdict is read at run time (dynamic SQL), run from the
+    /// `async move` blocks of a `join_all`, one per table.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn joined_dynamic(&self, sql: &str, tables: &[&str]) -> Result<i64, Error> {
+        let statement = self.db.prepare(sql);
+        let runs = tables.iter().map(|_| {
+            let statement = &statement;
+            async move { statement.first::<Count>(None).await }
+        });
+        let mut total = 0;
+        for found in join_all(runs).await {
+            total += found?.map_or(0, |count| count.n);
+        }
+        Ok(total)
+    }
+
+    /// The same with a database returned by a call, and the futures pushed in a loop.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn looped_value(&self, times: usize) -> Result<i64, Error> {
+        let statement = self.database().prepare(READ);
+        let mut runs = Vec::new();
+        for _ in 0..times {
+            let statement = statement.clone();
+            runs.push(async move { statement.first::<Count>(None).await });
+        }
+        let mut total = 0;
+        for found in join_all(runs).await {
+            total += found?.map_or(0, |count| count.n);
+        }
+        Ok(total)
+    }
+}
+
+fn seeded() -> Repo {
+    let db = D1Database::open_in_memory().unwrap();
+    db.with_connection(|c| {
+        c.execute_batch(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
+             CREATE TABLE archive (item TEXT NOT NULL);
+             INSERT INTO orders (item) VALUES ('tea');",
+        )
+    })
+    .unwrap();
+    Repo {
+        archive: Archive { db: db.clone() },
+        db,
+    }
+}
+
+fn lose_once_after_running(repo: &Repo, fragment: &str) {
+    test_support::lose_once_after_running(&repo.db, fragment);
+}
+
+fn archived(repo: &Repo) -> i64 {
+    test_support::count(&repo.db, "SELECT count(*) FROM archive")
+}
+
+/// Every form of a `prepare` of the project's own: the insert it builds runs once, and the
+/// caller gets D1's error. Judged by the `SELECT` handed to it, it ran twice.
+#[tokio::test(start_paused = true)]
+async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
+    type Method =
+        for<'r> fn(&'r Repo) -> core::pin::Pin<Box<dyn Future<Output = Result<(), Error>> + 'r>>;
+    let methods: [(&str, Method); 7] = [
+        ("method", |r| Box::pin(r.own_method())),
+        ("method, bound", |r| Box::pin(r.own_method_bound())),
+        ("method on a value", |r| Box::pin(r.own_method_on_a_value())),
+        ("method on a value, bound", |r| {
+            Box::pin(r.own_method_on_a_value_bound())
+        }),
+        ("function", |r| Box::pin(r.own_function())),
+        ("module's function", |r| Box::pin(r.own_module_function())),
+        ("query! macro", |r| Box::pin(r.own_query_macro())),
+    ];
+    for (shape, method) in methods {
+        let repo = seeded();
+        lose_once_after_running(&repo, ARCHIVE);
+        assert!(method(&repo).await.is_err(), "{shape}: D1's error");
+        assert_eq!(repo.db.calls().len(), 1, "{shape}: made once");
+        assert_eq!(archived(&repo), 1, "{shape}: the insert landed once");
+    }
+}
+
+/// D1's own `prepare`, on a field, on a database a call returns, through its path: the
+/// read that failed after it ran is made again.
+#[tokio::test(start_paused = true)]
+async fn d1_s_prepare_keeps_its_reads_retried() {
+    type Method = for<'r> fn(
+        &'r Repo,
+    ) -> core::pin::Pin<
+        Box<dyn Future<Output = Result<Option<Count>, Error>> + 'r>,
+    >;
+    let methods: [(&str, Method); 5] = [
+        ("field", |r| Box::pin(r.d1_field())),
+        ("value", |r| Box::pin(r.d1_value())),
+        ("value, bound", |r| Box::pin(r.d1_value_bound())),
+        ("path", |r| Box::pin(r.d1_path())),
+        ("path on a value", |r| Box::pin(r.d1_path_on_a_value())),
+    ];
+    for (shape, method) in methods {
+        let repo = seeded();
+        lose_once_after_running(&repo, READ);
+        assert_eq!(
+            method(&repo).await.unwrap(),
+            Some(Count { n: 1 }),
+            "{shape}"
+        );
+        assert_eq!(repo.db.calls().len(), 2, "{shape}: made again");
+    }
+}
+
+/// A local named like a constant is read at run time: a read is made again, a write is
+/// handed back.
+#[tokio::test(start_paused = true)]
+async fn a_local_named_like_a_constant_is_scanned() {
+    let repo = seeded();
+    lose_once_after_running(&repo, "FROM orders");
+    assert_eq!(
+        repo.local_named_like_a_constant("orders").await.unwrap(),
+        Some(Count { n: 1 })
+    );
+    assert_eq!(repo.db.calls().len(), 2, "the read was made again");
+
+    let repo = seeded();
+    lose_once_after_running(&repo, "FROM orders");
+    let write = "orders; DELETE FROM orders RETURNING 1 AS n";
+    assert!(repo.local_named_like_a_constant(write).await.is_err());
+    assert_eq!(repo.db.calls().len(), 1, "the write was made once");
+}
+
+/// An enum's variant handed to `prepare` compiles, and counts as a write.
+#[tokio::test(start_paused = true)]
+async fn a_query_that_is_not_text_is_a_write() {
+    let repo = seeded();
+    lose_once_after_running(&repo, READ);
+    assert!(repo.enum_query().await.is_err());
+    assert_eq!(repo.db.calls().len(), 1);
+    assert_eq!(repo.enum_query().await.unwrap(), Some(Count { n: 1 }));
+}
+
+/// A statement whose verdict is read at run time, run from several `async move` blocks:
+/// the read that failed after it ran is made again, alone; a write is not.
+#[tokio::test(start_paused = true)]
+async fn run_time_verdicts_reach_every_async_block() {
+    let repo = seeded();
+    repo.db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .on(Operation::First)
+            .on_calls(1..2),
+    );
+    assert_eq!(
+        repo.joined_dynamic(READ, &["a", "b", "c"]).await.unwrap(),
+        3
+    );
+    assert_eq!(repo.db.calls().len(), 4, "three runs, one of them twice");
+
+    let repo = seeded();
+    repo.db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .on(Operation::First)
+            .on_calls(1..2),
+    );
+    assert_eq!(repo.looped_value(3).await.unwrap(), 3);
+    assert_eq!(repo.db.calls().len(), 4, "three runs, one of them twice");
+
+    let repo = seeded();
+    repo.db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .on(Operation::First)
+            .on_calls(1..2),
+    );
+    let write = "INSERT INTO archive (item) VALUES ('x') RETURNING 1 AS n";
+    assert!(repo.joined_dynamic(write, &["a", "b", "c"]).await.is_err());
+    assert_eq!(repo.db.calls().len(), 3, "each write made once");
+    assert_eq!(archived(&repo), 3);
+}
