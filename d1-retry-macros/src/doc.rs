@@ -129,6 +129,36 @@ fn summary(text: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The per-call paragraph says what is retried and when SQL is judged; the whole-body
+    /// one names the option.
+    #[test]
+    fn the_paragraph_names_the_mode() {
+        let found = Found {
+            executions: Vec::new(),
+            sql: Vec::new(),
+            probes_errors: false,
+        };
+        let per_call = paragraph(&found, Mode::PerCall, "4 retries");
+        assert!(
+            per_call.contains("0 calls named like D1 executions"),
+            "{per_call}"
+        );
+        assert!(per_call.contains("its SQL judged if a `D1Receiver` prepared it"));
+        assert!(per_call.contains("They share 4 retries in all"));
+        let read_only = paragraph(&found, Mode::WholeBody { read_only: true }, "4 retries");
+        assert!(
+            read_only.contains("`#[d1_retry(read_only)]`"),
+            "{read_only}"
+        );
+        assert!(read_only.contains("the function only reads"));
+        let idempotent = paragraph(&found, Mode::WholeBody { read_only: false }, "2 retries");
+        assert!(
+            idempotent.contains("`#[d1_retry(idempotent)]`"),
+            "{idempotent}"
+        );
+        assert!(idempotent.contains("2 retries in all"));
+    }
+
     /// Each execution's line names its SQL as the attribute saw it.
     #[test]
     fn each_kind_of_sql_is_described() {

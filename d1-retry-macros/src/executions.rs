@@ -1807,6 +1807,101 @@ mod tests {
         );
     }
 
+    /// Only D1's types' `prepare` by path, and only `worker::query!`; only a place reached
+    /// without a call is probed by a closure.
+    #[test]
+    fn d1_paths_and_plain_places_are_told_apart() {
+        let expr = |text: &str| syn::parse_str::<Expr>(text).unwrap();
+        for (path, d1) in [
+            ("D1Database::prepare", true),
+            ("worker::D1DatabaseSession::prepare", true),
+            ("<D1Database>::prepare", true),
+            ("<worker::D1Database>::prepare", true),
+            ("<D1Database as Mine>::prepare", false),
+            ("<Other>::prepare", false),
+            ("<D1Database>::exec", false),
+            ("D1Database::exec", false),
+            ("prepare", false),
+            ("archive::prepare", false),
+            ("D1Database", false),
+        ] {
+            assert_eq!(is_d1_prepare_path(&expr(path)), d1, "{path}");
+        }
+        for (path, worker) in [
+            ("worker::query", true),
+            ("::worker::query", true),
+            ("query", false),
+            ("mine::query", false),
+            ("worker::queries", false),
+        ] {
+            let parsed: syn::Path = syn::parse_str(path).unwrap();
+            assert_eq!(is_worker_query(&parsed), worker, "{path}");
+        }
+        for (place, plain) in [
+            ("db", true),
+            ("self.db", true),
+            ("(self.db)", true),
+            ("dbs[0]", true),
+            ("dbs[i]", true),
+            ("*self.db", true),
+            ("dbs[f()]", false),
+            ("f()[0]", false),
+            ("self.f().db", false),
+            ("*f()", false),
+            ("!db", false),
+            ("db::X", false),
+        ] {
+            assert_eq!(is_plain_place(&expr(place)), plain, "{place}");
+        }
+        let grouped = Expr::Group(syn::ExprGroup {
+            attrs: Vec::new(),
+            group_token: Default::default(),
+            expr: Box::new(expr("self.db")),
+        });
+        assert!(is_plain_place(&grouped));
+    }
+
+    /// A method named otherwise that takes one argument is no `prepare`; a local named
+    /// like a constant is dynamic; in whole-body mode, a function path's `prepare` or `exec`
+    /// is judged, whoever's it is.
+    #[test]
+    fn what_is_taken_for_sql() {
+        assert_eq!(
+            per_call(
+                r#"{
+                self.statement_for("SELECT 1").run().await?;
+                let INSERT_SQL = format!("INSERT INTO t VALUES ({})", 1);
+                db.prepare(INSERT_SQL).run().await?;
+                db.prepare(FIND_SQL).run().await?;
+            }"#
+            ),
+            [
+                "run retried unseen",
+                "run retried dynamic",
+                "run retried const"
+            ]
+        );
+        let mut block: Block = syn::parse_str(
+            r#"{
+                Db::exec(db, "DELETE FROM t").await?;
+                Db::prepare(db, "INSERT INTO t VALUES (1)").run().await?;
+                exec(db, "UPDATE t SET n = 1").await?;
+                Db::exec(db).await?;
+                Db::run(db, "DELETE FROM t").await?;
+            }"#,
+        )
+        .unwrap();
+        let found = rewrite(
+            &mut block,
+            Mode::WholeBody { read_only: true },
+            &names(),
+            &[],
+        );
+        let judged: Vec<Option<Span>> = found.sql.iter().map(Sql::literal_write).collect();
+        assert_eq!(judged.len(), 3);
+        assert!(judged.iter().all(Option::is_some));
+    }
+
     /// A place is probed by a closure that is never called, before the statement is made
     /// (a `prepare` of the project's own may consume it); a value, where it is evaluated,
     /// into the slot; a bound statement's verdicts are read once it is made, into `Copy`
@@ -1852,6 +1947,18 @@ mod tests {
         let probed = flat(&code).find("of_place(||&self.db)").expect(&code);
         let made = flat(&code).find("lett=").expect(&code);
         assert!(probed < made, "{code}");
+        // A statement bound with visible SQL on a probed place records nothing at run time.
+        assert_eq!(code.matches("SqlSlot :: new").count(), 1, "{code}");
+
+        // `&value`: probed where it is evaluated, not by a closure, which would return a
+        // reference to a temporary.
+        let (_, code) = found_in(
+            r#"{ D1Database::prepare(&make_db(), "SELECT 1").run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        assert!(!code.contains("of_place"), "{code}");
+        assert!(code.contains(". record ("), "{code}");
     }
 
     #[test]
