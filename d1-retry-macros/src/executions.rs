@@ -1940,9 +1940,12 @@ mod tests {
             Mode::PerCall,
             &[],
         );
+        // `s`'s verdict is read right after `s` is made (its SQL and database were recorded
+        // into its slot), and `t`, probed by type, has no slot.
         let bound = code.find("let s =").expect(&code);
         let read = code.find(". access () ;").expect(&code);
-        assert!(bound < read, "{code}");
+        let next = code.find("let t =").expect(&code);
+        assert!(bound < read && read < next, "{code}");
         assert_eq!(code.matches(". access ()").count(), 1, "{code}");
         let probed = flat(&code).find("of_place(||&self.db)").expect(&code);
         let made = flat(&code).find("lett=").expect(&code);
