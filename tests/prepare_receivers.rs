@@ -10,6 +10,9 @@
 //! statement shapes whose verdict is read at run time (dynamic SQL, a database that is a
 //! value) run from several `async move` blocks.
 
+use std::cell::RefCell;
+use std::sync::Mutex;
+
 use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message, Operation};
 use d1_retry::{RetryPolicy, d1_retry};
 use test_support::join_all;
@@ -74,6 +77,9 @@ impl From<Query> for String {
 struct Repo {
     db: D1Database,
     archive: Archive,
+    /// The same database behind a `RefCell` and a `Mutex`, whose guards deref to it.
+    cell: RefCell<D1Database>,
+    lock: Mutex<D1Database>,
 }
 
 impl Repo {
@@ -157,6 +163,18 @@ impl Repo {
     }
 
     #[d1_retry(policy = NO_BUDGET)]
+    async fn d1_behind_a_ref_cell(&self) -> Result<Option<Count>, Error> {
+        let count = self.cell.borrow().prepare(READ);
+        count.first(None).await
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn d1_behind_a_mutex(&self) -> Result<Option<Count>, Error> {
+        let count = self.lock.lock().unwrap().prepare(READ);
+        count.first(None).await
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
     async fn d1_path(&self) -> Result<Option<Count>, Error> {
         D1Database::prepare(&self.db, READ).first(None).await
     }
@@ -226,6 +244,8 @@ fn seeded() -> Repo {
     .unwrap();
     Repo {
         archive: Archive { db: db.clone() },
+        cell: RefCell::new(db.clone()),
+        lock: Mutex::new(db.clone()),
         db,
     }
 }
@@ -264,8 +284,8 @@ async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
     }
 }
 
-/// D1's own `prepare`, on a field, on a database a call returns, through its path: the
-/// read that failed after it ran is made again.
+/// D1's own `prepare`, on a field, on a database a call returns, behind a `RefCell`'s or a
+/// `Mutex`'s guard, through its path: the read that failed after it ran is made again.
 #[tokio::test(start_paused = true)]
 async fn d1_s_prepare_keeps_its_reads_retried() {
     type Method = for<'r> fn(
@@ -273,8 +293,12 @@ async fn d1_s_prepare_keeps_its_reads_retried() {
     ) -> core::pin::Pin<
         Box<dyn Future<Output = Result<Option<Count>, Error>> + 'r>,
     >;
-    let methods: [(&str, Method); 5] = [
+    let methods: [(&str, Method); 7] = [
         ("field", |r| Box::pin(r.d1_field())),
+        ("RefCell's guard, bound", |r| {
+            Box::pin(r.d1_behind_a_ref_cell())
+        }),
+        ("Mutex's guard, bound", |r| Box::pin(r.d1_behind_a_mutex())),
         ("value", |r| Box::pin(r.d1_value())),
         ("value, bound", |r| Box::pin(r.d1_value_bound())),
         ("path", |r| Box::pin(r.d1_path())),

@@ -421,7 +421,7 @@ impl Finder<'_> {
                 }
             }
             // `D1Database::prepare(&db, sql)`: the SQL comes after the database.
-            Expr::Call(call) if is_d1_prepare_path(&call.func) && call.args.len() == 2 => {
+            Expr::Call(call) if is_d1_path(&call.func, "prepare") && call.args.len() == 2 => {
                 let mut args = call.args.iter_mut();
                 if let (Some(db), Some(sql)) = (args.next(), args.next())
                     && self.database_check(db, slot, out)
@@ -473,20 +473,21 @@ impl Finder<'_> {
     }
 
     /// Whether the SQL handed to a `prepare` on `db` (its receiver, or the first argument of
-    /// `D1Database::prepare`) may be judged: only a [`D1Receiver`]'s
-    /// `prepare` is known to prepare its argument as it is, and one of the user's own may
-    /// build any statement from it (`self.archive.prepare("SELECT ..")` inserting the rows
-    /// it selects). The attribute cannot see types, so the expansion asks the runtime's
-    /// receiver dispatch, whose verdict joins the statement's access:
+    /// `D1Database::prepare`) may be judged: only a [`D1Receiver`]'s `prepare` is known to
+    /// prepare its argument as it is, and one of the user's own may build any statement
+    /// from it (`self.archive.prepare("SELECT ..")` inserting the rows it selects). The
+    /// attribute cannot see types, so the expansion asks the runtime's receiver dispatch,
+    /// whose verdict joins the statement's access; how depends on the receiver
+    /// ([`Database::of`]):
     ///
-    /// - a variable, or a field, element or dereference of one (nearly every receiver), is
-    ///   probed by type before the statement is evaluated, through a closure that is never
-    ///   called, so nothing is read, moved or evaluated twice ([`Statements::checks`]);
-    /// - a value (`env.d1("DB")?.prepare(..)`, `self.db().prepare(..)`) is probed where it
-    ///   is evaluated, and the verdict recorded into `slot` as dynamic SQL's is;
+    /// - a place is probed by type before the statement is made, inside a closure that is
+    ///   never called, so nothing is read, moved or evaluated twice
+    ///   ([`Statements::checks`]);
+    /// - an element or a value is probed where it is evaluated, and the verdict recorded
+    ///   into `slot` as dynamic SQL's is;
     /// - with no slot (a call left as written), inside a macro's arguments, which are not
-    ///   rewritten, or for a place reached through a call (`self.state().db`), nothing can
-    ///   be probed: false, and the statement is out of sight.
+    ///   rewritten, or for a receiver of [`Database::Unseen`], nothing is probed: false,
+    ///   and the statement is out of sight.
     ///
     /// [`D1Receiver`]: https://docs.rs/d1-retry/latest/d1_retry/trait.D1Receiver.html
     fn database_check(
@@ -497,52 +498,38 @@ impl Finder<'_> {
     ) -> bool {
         let private = &self.names.private;
         let span = db.span();
-        // The site the dispatch picks (`Retrying` or `Plain`, zero-sized), taken by a
-        // `let` whose temporaries (the closure, the references of the dispatch) end with
-        // it: in a `match` scrutinee they would be kept across the execution's await, and
-        // make its future larger.
-        let site = Ident::new("__d1_retry_site", Span::mixed_site());
-        let probe = |place: TokenStream| {
-            quote_spanned! {span=>
-                {
-                    let #site = (&&#private::Receiver::of_place(|| #place)).d1_site();
-                    #site
-                }
-            }
-        };
+        let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#private::Receiver::of(#receiver)).d1_site());
         let bare = strip_parens(db);
-        let checked = match bare {
-            place if is_plain_place(place) => Some(probe(quote!(&#place))),
-            // `D1Database::prepare(&self.db, sql)`.
-            Expr::Reference(reference)
-                if reference.mutability.is_none() && is_plain_place(&reference.expr) =>
-            {
-                Some(probe(reference.to_token_stream()))
+        let scrutinee = match Database::of(bare) {
+            Database::Place(borrowed) => {
+                // The site the dispatch picks (`Retrying` or `Plain`, zero-sized), taken by
+                // a `let` whose temporaries (the closure) end with it: in a `match`
+                // scrutinee they would be kept across the execution's await, and make its
+                // future larger.
+                let site = Ident::new("__d1_retry_site", Span::mixed_site());
+                let probe = dispatch(borrowed);
+                let check = quote_spanned! {span=>
+                    {
+                        let #site = #private::probed(|| #probe);
+                        #site
+                    }
+                };
+                out.checks.push((self.fresh_slot("db"), check));
+                return true;
             }
-            _ => None,
+            Database::Element => quote!(&#bare),
+            Database::Value => bare.to_token_stream(),
+            Database::Unseen => return false,
         };
-        if let Some(check) = checked {
-            let local = self.fresh_slot("db");
-            out.checks.push((local, check));
-            return true;
-        }
-        // A place reached through a call (`self.state().db`) can be neither probed without
-        // evaluating the call, nor moved or borrowed out of a `match` without changing
-        // what the call's temporaries live for.
-        if is_place_expression(bare) {
-            return false;
-        }
         let Some(slot) = slot else {
             return false;
         };
         let value = Ident::new("__d1_retry_database", Span::mixed_site());
-        let record = quote_spanned! {span=>
-            #slot.record((&&#private::Receiver::of(&#value)).d1_site().prepare_access().is_read_only());
-        };
+        let probe = dispatch(quote!(&#value));
         *db = Expr::Verbatim(quote_spanned! {span=>
-            (match #bare {
+            (match #scrutinee {
                 #value => {
-                    #record
+                    #slot.record(#probe.prepare_access().is_read_only());
                     #value
                 }
             })
@@ -881,14 +868,14 @@ impl Finder<'_> {
                     self.sql_argument(sql, Handed::Prepare, None, &mut statements);
                 }
             }
-            Expr::Call(call) if is_prepare_path(&call.func) && !call.args.is_empty() => {
-                let index = call.args.len().min(2) - 1;
-                if let Some(sql) = call.args.iter_mut().nth(index) {
+            // `D1Database::prepare(&db, sql)`.
+            Expr::Call(call) if is_d1_path(&call.func, "prepare") && call.args.len() == 2 => {
+                if let Some(sql) = call.args.iter_mut().nth(1) {
                     self.sql_argument(sql, Handed::Prepare, None, &mut statements);
                 }
             }
             // `D1Database::exec(&db, sql)`; `db.exec(sql)` is judged as an execution.
-            Expr::Call(call) if is_exec_path(&call.func) && call.args.len() == 2 => {
+            Expr::Call(call) if is_d1_path(&call.func, "exec") && call.args.len() == 2 => {
                 if let Some(sql) = call.args.iter_mut().nth(1) {
                     self.sql_argument(sql, Handed::Exec, None, &mut statements);
                 }
@@ -1297,15 +1284,57 @@ fn strip_parens(expr: &Expr) -> &Expr {
     }
 }
 
-/// A variable, or a field, element or dereference of one, reached without a call: a
-/// closure that borrows it evaluates nothing and moves nothing.
+/// How the receiver of a `prepare` can be probed ([`Finder::database_check`]) without
+/// changing what the code does.
+enum Database {
+    /// A place reached without a call, or a reference to one (`db`, `self.db`, `*db`,
+    /// `dbs[0]`, `&self.db`, `store::DB`, a constant): probed by type through a closure
+    /// that borrows it and is never called. The tokens borrow it.
+    Place(TokenStream),
+    /// An element reached by indexing such a place with an index that is not a literal
+    /// (`dbs[i]`): borrowed where it is evaluated, since the closure would take the index
+    /// by value, and it may not be `Copy`.
+    Element,
+    /// A value (`env.d1("DB")?`, `self.db()`): moved through a `match` where it is
+    /// evaluated, as the method call would take it.
+    Value,
+    /// A macro (a place or a value, the attribute cannot tell), or a place reached
+    /// through a call (`self.state().db`), which could be neither moved nor borrowed
+    /// without changing what the call's temporaries live for.
+    Unseen,
+}
+
+impl Database {
+    fn of(expr: &Expr) -> Database {
+        match expr {
+            Expr::Macro(_) => Database::Unseen,
+            Expr::Reference(reference)
+                if reference.mutability.is_none() && is_plain_place(&reference.expr) =>
+            {
+                Database::Place(expr.to_token_stream())
+            }
+            place if is_plain_place(place) => Database::Place(quote!(&#place)),
+            Expr::Index(index) if is_plain_place(&index.expr) => Database::Element,
+            place if is_place_expression(place) => Database::Unseen,
+            _ => Database::Value,
+        }
+    }
+}
+
+/// A path, or a field, dereference or element of one (at a literal index, or at an index
+/// that is itself borrowed), reached without a call: a closure that borrows it evaluates
+/// nothing and moves nothing.
 fn is_plain_place(expr: &Expr) -> bool {
     match expr {
-        Expr::Path(path) => path.qself.is_none() && path.path.segments.len() == 1,
+        Expr::Path(path) => path.qself.is_none(),
         Expr::Field(field) => is_plain_place(&field.base),
         Expr::Index(index) => {
             is_plain_place(&index.expr)
-                && (matches!(&*index.index, Expr::Lit(_)) || is_plain_place(&index.index))
+                && match &*index.index {
+                    Expr::Lit(_) => true,
+                    Expr::Reference(key) => key.mutability.is_none() && is_plain_place(&key.expr),
+                    _ => false,
+                }
         }
         Expr::Unary(unary) => {
             matches!(unary.op, syn::UnOp::Deref(_)) && is_plain_place(&unary.expr)
@@ -1349,26 +1378,16 @@ fn is_execution(call: &ExprMethodCall) -> bool {
     }
 }
 
-/// Any function path ending in `prepare` (`D1Database::prepare`, your own): judged in
-/// whole-body mode, where judging more SQL only makes `read_only`'s check stricter.
+/// Any function path ending in `prepare`: a call that may make a statement.
 fn is_prepare_path(func: &Expr) -> bool {
-    is_path_to(func, "prepare")
+    matches!(func, Expr::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == "prepare"))
 }
 
-/// Any function path ending in `exec`, judged in whole-body mode as [`is_prepare_path`].
-fn is_exec_path(func: &Expr) -> bool {
-    is_path_to(func, "exec")
-}
-
-fn is_path_to(func: &Expr, name: &str) -> bool {
-    matches!(func, Expr::Path(path) if path.path.segments.last().is_some_and(|s| s.ident == name))
-}
-
-/// `D1Database::prepare` or `D1DatabaseSession::prepare`, by any path
-/// (`worker::D1Database::prepare`, `<D1Database>::prepare`): a free `prepare(db, sql)`,
-/// a `module::prepare` or a trait's `<D1Database as Mine>::prepare` may be the user's own
-/// and build any statement, while the database argument's type is probed as well.
-fn is_d1_prepare_path(func: &Expr) -> bool {
+/// `D1Database::<method>` or `D1DatabaseSession::<method>`, by any path
+/// (`worker::D1Database::prepare`, `<D1Database>::exec`): a free `prepare(db, sql)`, a
+/// `module::exec` or a trait's `<D1Database as Mine>::prepare` may be the user's own, build
+/// any statement, or take something else than SQL (`Tasks::exec(&tasks, TIMEOUT_MS)`).
+fn is_d1_path(func: &Expr, method: &str) -> bool {
     let Expr::Path(path) = func else {
         return false;
     };
@@ -1376,7 +1395,7 @@ fn is_d1_prepare_path(func: &Expr) -> bool {
     let Some(last) = segments.last() else {
         return false;
     };
-    if last.ident != "prepare" {
+    if last.ident != method {
         return false;
     }
     let is_database = |ident: &Ident| ident == "D1Database" || ident == "D1DatabaseSession";
@@ -1786,6 +1805,9 @@ mod tests {
                 worker::query!(&db, "SELECT 1").run().await?;
                 query!(&db, "SELECT 1").run().await?;
                 worker::query!(db(), "SELECT 1").run().await?;
+                db_of!(self).prepare("SELECT 1").run().await?;
+                store::DB.prepare("SELECT 1").run().await?;
+                dbs[i].prepare("SELECT 1").run().await?;
             }"#
             ),
             [
@@ -1803,6 +1825,9 @@ mod tests {
                 "run retried read",
                 "run retried unseen",
                 "run retried unseen",
+                "run retried unseen",
+                "run retried read",
+                "run retried read",
             ]
         );
     }
@@ -1825,7 +1850,16 @@ mod tests {
             ("archive::prepare", false),
             ("D1Database", false),
         ] {
-            assert_eq!(is_d1_prepare_path(&expr(path)), d1, "{path}");
+            assert_eq!(is_d1_path(&expr(path), "prepare"), d1, "{path}");
+        }
+        for (path, d1) in [
+            ("D1Database::exec", true),
+            ("<worker::D1DatabaseSession>::exec", true),
+            ("Tasks::exec", false),
+            ("exec", false),
+            ("D1Database::prepare", false),
+        ] {
+            assert_eq!(is_d1_path(&expr(path), "exec"), d1, "{path}");
         }
         for (path, worker) in [
             ("worker::query", true),
@@ -1842,14 +1876,17 @@ mod tests {
             ("self.db", true),
             ("(self.db)", true),
             ("dbs[0]", true),
-            ("dbs[i]", true),
+            ("dbs[&key]", true),
             ("*self.db", true),
+            ("store::DB", true),
+            ("dbs[i]", false),
+            ("dbs[&f()]", false),
+            ("<T>::DB", false),
             ("dbs[f()]", false),
             ("f()[0]", false),
             ("self.f().db", false),
             ("*f()", false),
             ("!db", false),
-            ("db::X", false),
         ] {
             assert_eq!(is_plain_place(&expr(place)), plain, "{place}");
         }
@@ -1862,8 +1899,8 @@ mod tests {
     }
 
     /// A method named otherwise that takes one argument is no `prepare`; a local named
-    /// like a constant is dynamic; in whole-body mode, a function path's `prepare` or `exec`
-    /// is judged, whoever's it is.
+    /// like a constant is dynamic; in whole-body mode, `D1Database`'s `prepare` and `exec`
+    /// are judged by path, and no other function's: it may take something else than SQL.
     #[test]
     fn what_is_taken_for_sql() {
         assert_eq!(
@@ -1883,11 +1920,13 @@ mod tests {
         );
         let mut block: Block = syn::parse_str(
             r#"{
-                Db::exec(db, "DELETE FROM t").await?;
-                Db::prepare(db, "INSERT INTO t VALUES (1)").run().await?;
+                D1Database::exec(db, "DELETE FROM t").await?;
+                <D1Database>::prepare(db, "INSERT INTO t VALUES (1)").run().await?;
+                Tasks::exec(&tasks, "rebuild-cache").await?;
                 exec(db, "UPDATE t SET n = 1").await?;
-                Db::exec(db).await?;
-                Db::run(db, "DELETE FROM t").await?;
+                Tasks::prepare(&tasks, TIMEOUT_MS);
+                D1Database::exec(db).await?;
+                D1Database::run(db, "DELETE FROM t").await?;
             }"#,
         )
         .unwrap();
@@ -1898,7 +1937,7 @@ mod tests {
             &[],
         );
         let judged: Vec<Option<Span>> = found.sql.iter().map(Sql::literal_write).collect();
-        assert_eq!(judged.len(), 3);
+        assert_eq!(judged.len(), 2);
         assert!(judged.iter().all(Option::is_some));
     }
 
@@ -1914,7 +1953,9 @@ mod tests {
             Mode::PerCall,
             &[],
         );
-        let probed = flat(&code).find("of_place(||&self.db)").expect(&code);
+        let probed = flat(&code)
+            .find("probed(||(&&::d1_retry::__private::Receiver::of(&self.db))")
+            .expect(&code);
         let made = flat(&code).find("self.db.prepare").expect(&code);
         assert!(probed < made, "{code}");
         assert!(code.contains("prepare_access ()"), "{code}");
@@ -1925,7 +1966,7 @@ mod tests {
             Mode::PerCall,
             &[],
         );
-        assert!(!code.contains("of_place"), "{code}");
+        assert!(!code.contains("probed"), "{code}");
         let record = code.find(". record ((&& ").expect(&code);
         let made = code.find(". prepare (\"SELECT 1\")").expect(&code);
         assert!(record < made, "{code}");
@@ -1947,7 +1988,9 @@ mod tests {
         let next = code.find("let t =").expect(&code);
         assert!(bound < read && read < next, "{code}");
         assert_eq!(code.matches(". access ()").count(), 1, "{code}");
-        let probed = flat(&code).find("of_place(||&self.db)").expect(&code);
+        let probed = flat(&code)
+            .find("probed(||(&&::d1_retry::__private::Receiver::of(&self.db))")
+            .expect(&code);
         let made = flat(&code).find("lett=").expect(&code);
         assert!(probed < made, "{code}");
         // A statement bound with visible SQL on a probed place records nothing at run time.
@@ -1960,7 +2003,7 @@ mod tests {
             Mode::PerCall,
             &[],
         );
-        assert!(!code.contains("of_place"), "{code}");
+        assert!(!code.contains("probed"), "{code}");
         assert!(code.contains(". record ("), "{code}");
     }
 

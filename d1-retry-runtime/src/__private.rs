@@ -10,7 +10,7 @@ pub use crate::operation::OperationName;
 pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::receiver::{
     ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried,
-    ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText,
+    ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, probed,
 };
 pub use crate::scope::{Scoped, nested, scoped};
 pub use crate::timed_execution::{TimedAttempting, TimedExecution};

@@ -11,8 +11,9 @@
 use core::future::Future;
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicU8, Ordering};
+use std::cell::{Ref, RefMut};
 use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::call::{Call, TimedCall, execute, execute_timed};
 use crate::decide::Access;
@@ -26,7 +27,8 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 ///
 /// Implemented for the `worker` crate's `D1Database`, `D1DatabaseSession` and
 /// `D1PreparedStatement` (feature `worker`), for the testing kit's types (feature
-/// `testing`), and through `&`, `&mut`, `Box`, `Rc` and `Arc`. Not implemented for
+/// `testing`), and through `&`, `&mut`, `Box`, `Rc`, `Arc`, `RefCell`'s and locks' guards
+/// and `worker::send::SendWrapper`, which have no such methods of their own. Not implemented for
 /// `D1Retry`, which retries on its own. A wrapper of your own, another D1 client or a test
 /// double takes one line:
 ///
@@ -49,6 +51,13 @@ impl<T: D1Receiver + ?Sized> D1Receiver for &mut T {}
 impl<T: D1Receiver + ?Sized> D1Receiver for Box<T> {}
 impl<T: D1Receiver + ?Sized> D1Receiver for Rc<T> {}
 impl<T: D1Receiver + ?Sized> D1Receiver for Arc<T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for Ref<'_, T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for RefMut<'_, T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for MutexGuard<'_, T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for RwLockReadGuard<'_, T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for RwLockWriteGuard<'_, T> {}
+#[cfg(feature = "worker")]
+impl<T: D1Receiver> D1Receiver for worker::send::SendWrapper<T> {}
 
 #[cfg(feature = "worker")]
 impl D1Receiver for worker::D1Database {}
@@ -71,16 +80,15 @@ impl<R: ?Sized> Receiver<R> {
     pub fn of(_receiver: &R) -> Self {
         Receiver(PhantomData)
     }
+}
 
-    /// Probes the type of the place `place` borrows, without evaluating anything: the
-    /// closure is never called, so the place is neither read nor moved.
-    #[inline(always)]
-    pub fn of_place<'r>(_place: impl FnOnce() -> &'r R) -> Self
-    where
-        R: 'r,
-    {
-        Receiver(PhantomData)
-    }
+/// The site a receiver's probe picks, from a closure that probes it and is never called:
+/// the receiver's type is known without evaluating, reading or moving anything. The probe
+/// is inside the closure, so a borrow of a temporary (a constant, a unit struct) ends
+/// there.
+#[inline(always)]
+pub fn probed<S: Default>(_probe: impl FnOnce() -> S) -> S {
+    S::default()
 }
 
 /// Picked for receivers marked [`D1Receiver`].
@@ -130,11 +138,11 @@ impl<E: std::error::Error + 'static> ExecutionError for E {
 }
 
 /// An execution on a [`D1Receiver`]: retried through the call's schedule.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Retrying;
 
 /// A call on any other receiver: made once, as written.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Plain;
 
 /// The attempt of a retrying execution, waiting for the classifier of its error type
@@ -370,6 +378,39 @@ mod tests {
 
     struct Marked;
     impl D1Receiver for Marked {}
+
+    /// The wrappers a Worker reaches its database through, which have no `prepare` or
+    /// execution of their own, carry the mark of what they wrap: a `prepare` on them is
+    /// judged, as on the database itself.
+    #[test]
+    fn wrappers_of_a_marked_type_are_marked() {
+        use std::cell::RefCell;
+        use std::sync::{Mutex, RwLock};
+        // A macro, not a function: the dispatch must see each concrete type, as the
+        // expansion's does.
+        macro_rules! prepare_access {
+            ($receiver:expr) => {
+                (&&Receiver::of(&$receiver)).d1_site().prepare_access()
+            };
+        }
+        let cell = RefCell::new(Marked);
+        let lock = Mutex::new(Marked);
+        let rw = RwLock::new(Marked);
+        assert_eq!(prepare_access!(cell.borrow()), Access::ReadOnly);
+        assert_eq!(prepare_access!(cell.borrow_mut()), Access::ReadOnly);
+        assert_eq!(prepare_access!(lock.lock().unwrap()), Access::ReadOnly);
+        assert_eq!(prepare_access!(rw.read().unwrap()), Access::ReadOnly);
+        assert_eq!(prepare_access!(rw.write().unwrap()), Access::ReadOnly);
+        assert_eq!(
+            prepare_access!(RefCell::new(Unmarked).borrow()),
+            Access::Unseen
+        );
+        #[cfg(feature = "worker")]
+        assert_eq!(
+            prepare_access!(worker::send::SendWrapper(Marked)),
+            Access::ReadOnly
+        );
+    }
     struct Unmarked;
 
     #[test]

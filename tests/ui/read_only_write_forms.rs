@@ -2,7 +2,7 @@ use d1_retry::d1_retry;
 
 #[path = "support/db.rs"]
 mod db;
-use db::{Db, DbError};
+use db::{D1Database, Db, DbError};
 
 // A literal write refused under `read_only`, however it reaches D1.
 #[d1_retry(read_only)]
@@ -12,14 +12,14 @@ async fn exec(db: &Db) -> Result<u64, DbError> {
 
 #[d1_retry(read_only)]
 async fn path_prepare(db: &Db) -> Result<u64, DbError> {
-    Db::prepare(db, "INSERT INTO audit (event) VALUES ('seen')")
+    D1Database::prepare(db, "INSERT INTO audit (event) VALUES ('seen')")
         .run()
         .await
 }
 
 #[d1_retry(read_only)]
 async fn path_exec(db: &Db) -> Result<u64, DbError> {
-    Db::exec(db, "DELETE FROM sessions").await
+    D1Database::exec(db, "DELETE FROM sessions").await
 }
 
 #[d1_retry(read_only)]

@@ -30,6 +30,10 @@ impl fmt::Display for DbError {
 impl std::error::Error for DbError {}
 
 impl d1_retry::D1Receiver for Db {}
+
+/// The stand-in under the name the attribute follows function paths by
+/// (`D1Database::prepare(&db, sql)`, `D1Database::exec(&db, sql)`).
+pub type D1Database = Db;
 impl d1_retry::D1Receiver for Statement {}
 
 impl Db {

@@ -1,0 +1,145 @@
+//! Receivers of `prepare` the expansion probes, in shapes where a probe that moved,
+//! borrowed or evaluated them the wrong way would not compile: a macro that names a field,
+//! a static behind a path, a constant or unit struct that needs `Drop`, an element at an
+//! index that is not `Copy`, a value that is moved, `Tasks::exec` that takes no SQL under
+//! `read_only`, and the project's own `prepare` taking `self` by value.
+#![deny(warnings)]
+
+use std::ops::Index;
+
+use d1_retry::d1_retry;
+
+#[path = "../support/db.rs"]
+mod db;
+use db::{Db, DbError, Statement, block_on};
+
+macro_rules! db_of {
+    ($repo:expr) => {
+        $repo.db
+    };
+}
+
+mod store {
+    pub static DB: super::Db = super::Db;
+}
+
+/// A statement builder of the project's own, which needs `Drop`.
+struct Archiver {
+    prefix: String,
+}
+
+impl Archiver {
+    fn prepare(&self, select: &str) -> Statement {
+        Db.prepare(format!("{} {select}", self.prefix))
+    }
+}
+
+const ARCHIVER: Archiver = Archiver {
+    prefix: String::new(),
+};
+
+/// A unit struct with a `prepare` of its own and a `Drop`.
+struct Scratch;
+
+impl Scratch {
+    fn prepare(&self, sql: &str) -> Statement {
+        Db.prepare(sql)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {}
+}
+
+/// A shard key that is not `Copy`, taken by value by `Index`.
+#[derive(PartialEq)]
+enum Shard {
+    Main,
+}
+
+struct Shards(Db);
+
+impl Index<Shard> for Shards {
+    type Output = Db;
+
+    fn index(&self, shard: Shard) -> &Db {
+        assert!(shard == Shard::Main);
+        &self.0
+    }
+}
+
+/// A query builder whose `prepare` consumes it.
+struct Select(&'static str);
+
+impl Select {
+    fn prepare(self, db: &Db) -> Statement {
+        db.prepare(self.0)
+    }
+}
+
+struct Tasks;
+
+impl Tasks {
+    async fn exec(&self, _timeout_ms: u64) -> Result<u64, DbError> {
+        Ok(0)
+    }
+}
+
+const TIMEOUT_MS: u64 = 2_000;
+
+struct Repo {
+    db: Db,
+    shards: Shards,
+    tasks: Tasks,
+}
+
+impl Repo {
+    #[d1_retry]
+    async fn through_a_macro(&self) -> Result<u64, DbError> {
+        db_of!(self).prepare("SELECT 1").run().await
+    }
+
+    #[d1_retry]
+    async fn static_behind_a_path(&self) -> Result<u64, DbError> {
+        store::DB.prepare("SELECT 1").run().await?;
+        let statement = store::DB.prepare("SELECT 2");
+        statement.run().await
+    }
+
+    #[d1_retry]
+    async fn constant_with_drop(&self) -> Result<u64, DbError> {
+        ARCHIVER.prepare("SELECT 1").run().await?;
+        Scratch.prepare("SELECT 1").run().await
+    }
+
+    #[d1_retry]
+    async fn element_at_a_key_moved_in(&self, shard: Shard) -> Result<u64, DbError> {
+        self.shards[shard].prepare("SELECT 1").run().await
+    }
+
+    #[d1_retry]
+    async fn builder_consumed(&self) -> Result<u64, DbError> {
+        let select = Select("SELECT 1");
+        select.prepare(&self.db).run().await
+    }
+
+    #[d1_retry(read_only)]
+    async fn task_with_a_timeout(&self) -> Result<u64, DbError> {
+        Tasks::exec(&self.tasks, TIMEOUT_MS).await?;
+        self.db.prepare("SELECT 1").run().await
+    }
+}
+
+fn main() {
+    let repo = Repo {
+        db: Db,
+        shards: Shards(Db),
+        tasks: Tasks,
+    };
+    block_on(repo.through_a_macro()).unwrap();
+    block_on(repo.static_behind_a_path()).unwrap();
+    block_on(repo.constant_with_drop()).unwrap();
+    block_on(repo.element_at_a_key_moved_in(Shard::Main)).unwrap();
+    block_on(repo.builder_consumed()).unwrap();
+    block_on(repo.task_with_a_timeout()).unwrap();
+}
