@@ -1808,6 +1808,9 @@ mod tests {
                 db_of!(self).prepare("SELECT 1").run().await?;
                 store::DB.prepare("SELECT 1").run().await?;
                 dbs[i].prepare("SELECT 1").run().await?;
+                self.dbs()[i].prepare("SELECT 1").run().await?;
+                let bound = D1Database::prepare(&self.db, "SELECT 1");
+                bound.run().await?;
             }"#
             ),
             [
@@ -1827,6 +1830,8 @@ mod tests {
                 "run retried unseen",
                 "run retried unseen",
                 "run retried read",
+                "run retried read",
+                "run retried unseen",
                 "run retried read",
             ]
         );
