@@ -501,16 +501,25 @@ impl Finder<'_> {
         let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#private::Receiver::of(#receiver)).d1_site());
         let bare = strip_parens(db);
         let scrutinee = match Database::of(bare) {
-            Database::Place(borrowed) => {
+            Database::Place { borrowed, variable } => {
                 // The site the dispatch picks (`Retrying` or `Plain`, zero-sized), taken by
-                // a `let` whose temporaries (the closure) end with it: in a `match`
-                // scrutinee they would be kept across the execution's await, and make its
-                // future larger.
+                // a `let` whose temporaries (the closure, the borrows) end with it: in a
+                // `match` scrutinee they would be kept across the execution's await, and
+                // make its future larger.
                 let site = Ident::new("__d1_retry_site", Span::mixed_site());
                 let probe = dispatch(borrowed);
+                // A variable or a field of one is borrowed as it is, which runs no code; any
+                // other place (a constant, a static, an element, a dereference) only inside
+                // the closure, which is never called. A closure per site is a type more for
+                // rustc to check: nearly every receiver is a variable or a field.
+                let probe = if variable {
+                    probe
+                } else {
+                    quote_spanned!(span=> #private::probed(|| #probe))
+                };
                 let check = quote_spanned! {span=>
                     {
-                        let #site = #private::probed(|| #probe);
+                        let #site = #probe;
                         #site
                     }
                 };
@@ -1288,9 +1297,14 @@ fn strip_parens(expr: &Expr) -> &Expr {
 /// changing what the code does.
 enum Database {
     /// A place reached without a call, or a reference to one (`db`, `self.db`, `*db`,
-    /// `dbs[0]`, `&self.db`, `store::DB`, a constant): probed by type through a closure
-    /// that borrows it and is never called. The tokens borrow it.
-    Place(TokenStream),
+    /// `dbs[0]`, `&self.db`, `store::DB`, a constant): probed by type before the statement
+    /// is made. `borrowed` borrows it; a `variable` (a local or `self`, or a field of one)
+    /// is borrowed where it stands, any other place inside a closure that is never called,
+    /// since borrowing it would run code (`Index`, `Deref`, a constant's `Drop`).
+    Place {
+        borrowed: TokenStream,
+        variable: bool,
+    },
     /// An element reached by indexing such a place with an index that is not a literal
     /// (`dbs[i]`): borrowed where it is evaluated, since the closure would take the index
     /// by value, and it may not be `Copy`.
@@ -1311,13 +1325,37 @@ impl Database {
             Expr::Reference(reference)
                 if reference.mutability.is_none() && is_plain_place(&reference.expr) =>
             {
-                Database::Place(expr.to_token_stream())
+                Database::Place {
+                    borrowed: expr.to_token_stream(),
+                    variable: is_variable(&reference.expr),
+                }
             }
-            place if is_plain_place(place) => Database::Place(quote!(&#place)),
+            place if is_plain_place(place) => Database::Place {
+                borrowed: quote!(&#place),
+                variable: is_variable(place),
+            },
             Expr::Index(index) if is_plain_place(&index.expr) => Database::Element,
             place if is_place_expression(place) => Database::Unseen,
             _ => Database::Value,
         }
+    }
+}
+
+/// A local variable or `self` (a one-name path not written like a constant or a type), or
+/// a field of one.
+fn is_variable(expr: &Expr) -> bool {
+    match expr {
+        Expr::Path(path) => {
+            path.qself.is_none()
+                && path.path.get_ident().is_some_and(|name| {
+                    name.to_string()
+                        .starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                })
+        }
+        Expr::Field(field) => is_variable(&field.base),
+        Expr::Paren(inner) => is_variable(&inner.expr),
+        Expr::Group(inner) => is_variable(&inner.expr),
+        _ => false,
     }
 }
 
@@ -1946,10 +1984,10 @@ mod tests {
         assert!(judged.iter().all(Option::is_some));
     }
 
-    /// A place is probed by a closure that is never called, before the statement is made
-    /// (a `prepare` of the project's own may consume it); a value, where it is evaluated,
-    /// into the slot; a bound statement's verdicts are read once it is made, into `Copy`
-    /// locals that `async move` blocks may each take.
+    /// A variable is borrowed, and a constant probed by a closure that is never called,
+    /// before the statement is made (a `prepare` of the project's own may consume it); a
+    /// value, where it is evaluated, into the slot; a bound statement's verdicts are read
+    /// once it is made, into `Copy` locals that `async move` blocks may each take.
     #[test]
     fn receivers_are_probed_before_or_as_they_are_evaluated() {
         let flat = |code: &str| code.replace(' ', "");
@@ -1959,12 +1997,23 @@ mod tests {
             &[],
         );
         let probed = flat(&code)
-            .find("probed(||(&&::d1_retry::__private::Receiver::of(&self.db))")
+            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&self.db))")
             .expect(&code);
         let made = flat(&code).find("self.db.prepare").expect(&code);
         assert!(probed < made, "{code}");
         assert!(code.contains("prepare_access ()"), "{code}");
         assert!(!code.contains("SqlSlot"), "{code}");
+
+        // A constant is borrowed only inside a closure that is never called: borrowing it
+        // would make it, and drop it.
+        let (_, code) = found_in(
+            r#"{ ARCHIVER.prepare("SELECT 1").run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        let probed =
+            flat(&code).find("probed(||(&&::d1_retry::__private::Receiver::of(&ARCHIVER))");
+        assert!(probed.is_some(), "{code}");
 
         let (_, code) = found_in(
             r#"{ self.db().prepare("SELECT 1").run().await?; }"#,
@@ -1994,7 +2043,7 @@ mod tests {
         assert!(bound < read && read < next, "{code}");
         assert_eq!(code.matches(". access ()").count(), 1, "{code}");
         let probed = flat(&code)
-            .find("probed(||(&&::d1_retry::__private::Receiver::of(&self.db))")
+            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&self.db))")
             .expect(&code);
         let made = flat(&code).find("lett=").expect(&code);
         assert!(probed < made, "{code}");
