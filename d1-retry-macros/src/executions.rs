@@ -386,6 +386,10 @@ struct Statements {
     /// picked, zero-sized (so it adds nothing to a future that keeps it across an await),
     /// and its initialiser.
     checks: Vec<(Ident, TokenStream)>,
+    /// Receivers of `prepare` that are fields of `self`, probed where the access is
+    /// computed: the statement cannot have moved them, so no local is needed (each is one
+    /// more thing for rustc to check, at every site). Each the site its dispatch picks.
+    sites: Vec<TokenStream>,
 }
 
 impl Finder<'_> {
@@ -480,9 +484,11 @@ impl Finder<'_> {
     /// whose verdict joins the statement's access; how depends on the receiver
     /// ([`Database::of`]):
     ///
-    /// - a place is probed by type before the statement is made, inside a closure that is
-    ///   never called, so nothing is read, moved or evaluated twice
-    ///   ([`Statements::checks`]);
+    /// - a place is probed by type, so nothing is read, moved or evaluated twice: a field
+    ///   of `self`, which the statement cannot move, where the access is computed
+    ///   ([`Statements::sites`]); a variable or a field of one, borrowed before the
+    ///   statement is made (a `prepare` of the user's own may consume it); any other place
+    ///   inside a closure that is never called ([`Statements::checks`]);
     /// - an element or a value is probed where it is evaluated, and the verdict recorded
     ///   into `slot` as dynamic SQL's is;
     /// - with no slot (a call left as written), inside a macro's arguments, which are not
@@ -501,7 +507,17 @@ impl Finder<'_> {
         let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#private::Receiver::of(#receiver)).d1_site());
         let bare = strip_parens(db);
         let scrutinee = match Database::of(bare) {
-            Database::Place { borrowed, variable } => {
+            Database::Place {
+                borrowed,
+                of_self: true,
+                ..
+            } if slot.is_some() => {
+                out.sites.push(dispatch(borrowed));
+                return true;
+            }
+            Database::Place {
+                borrowed, variable, ..
+            } => {
                 // The site the dispatch picks (`Retrying` or `Plain`, zero-sized), taken by
                 // a `let` whose temporaries (the closure, the borrows) end with it: in a
                 // `match` scrutinee they would be kept across the execution's await, and
@@ -636,6 +652,9 @@ impl Finder<'_> {
         for (check, _) in &statements.checks {
             parts.push(prepare_access(check));
         }
+        for site in &statements.sites {
+            parts.push(quote!(#site.prepare_access()));
+        }
         if statements.scans > 0
             && let Some(slot) = slot
         {
@@ -645,7 +664,14 @@ impl Finder<'_> {
         let first = parts
             .next()
             .unwrap_or_else(|| quote!(#private::Access::ReadOnly));
-        parts.fold(first, |access, part| quote!(#access.and(#part)))
+        let access = parts.fold(first, |access, part| quote!(#access.and(#part)));
+        if statements.sites.is_empty() {
+            return access;
+        }
+        // A `let`, whose temporaries (the dispatch's borrows) end with it: the access is
+        // computed in a `match` scrutinee that stays alive across the execution's await.
+        let local = Ident::new("__d1_retry_access", Span::mixed_site());
+        quote!({ let #local = #access; #local })
     }
 
     /// Reads a `batch(..)` argument: `vec![..]` or `[..]` of statements is seen through;
@@ -1038,7 +1064,17 @@ impl Finder<'_> {
             before.push(syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;});
             sql = Sql::Bound(expr, verdict);
         }
-        for (check, probe) in statements.checks {
+        // A field of `self` is probed here too: the statement may run after the field's
+        // value was replaced.
+        let sites = statements
+            .sites
+            .into_iter()
+            .map(|site| (self.fresh_slot("db"), site));
+        for (check, probe) in statements
+            .checks
+            .into_iter()
+            .chain(sites.collect::<Vec<_>>())
+        {
             before.push(syn::parse_quote!(let #check = #probe;));
             verdicts.push(prepare_access(&check));
         }
@@ -1304,6 +1340,9 @@ enum Database {
     Place {
         borrowed: TokenStream,
         variable: bool,
+        /// A field of `self`, which a statement cannot move: probed where the access is
+        /// computed ([`Statements::sites`]).
+        of_self: bool,
     },
     /// An element reached by indexing such a place with an index that is not a literal
     /// (`dbs[i]`): borrowed where it is evaluated, since the closure would take the index
@@ -1328,16 +1367,31 @@ impl Database {
                 Database::Place {
                     borrowed: expr.to_token_stream(),
                     variable: is_variable(&reference.expr),
+                    of_self: is_field_of_self(&reference.expr),
                 }
             }
             place if is_plain_place(place) => Database::Place {
                 borrowed: quote!(&#place),
                 variable: is_variable(place),
+                of_self: is_field_of_self(place),
             },
             Expr::Index(index) if is_plain_place(&index.expr) => Database::Element,
             place if is_place_expression(place) => Database::Unseen,
             _ => Database::Value,
         }
+    }
+}
+
+/// A field of `self` (`self.db`, `self.env.db`).
+fn is_field_of_self(expr: &Expr) -> bool {
+    match expr {
+        Expr::Field(field) => match strip_parens(&field.base) {
+            Expr::Path(path) => path.path.is_ident("self"),
+            base => is_field_of_self(base),
+        },
+        Expr::Paren(inner) => is_field_of_self(&inner.expr),
+        Expr::Group(inner) => is_field_of_self(&inner.expr),
+        _ => false,
     }
 }
 
@@ -1991,18 +2045,33 @@ mod tests {
     #[test]
     fn receivers_are_probed_before_or_as_they_are_evaluated() {
         let flat = |code: &str| code.replace(' ', "");
+        // A local is probed before the statement is made (it may consume it)...
+        let (_, code) = found_in(
+            r#"{ db.prepare("SELECT 1").run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        let probed = flat(&code)
+            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&db))")
+            .expect(&code);
+        let made = flat(&code).find("db.prepare").expect(&code);
+        assert!(probed < made, "{code}");
+        assert!(code.contains("prepare_access ()"), "{code}");
+        assert!(!code.contains("SqlSlot"), "{code}");
+
+        // ...a field of `self` where the access is computed, in a `let` whose borrows end
+        // with it.
         let (_, code) = found_in(
             r#"{ self.db.prepare("SELECT 1").run().await?; }"#,
             Mode::PerCall,
             &[],
         );
-        let probed = flat(&code)
-            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&self.db))")
-            .expect(&code);
         let made = flat(&code).find("self.db.prepare").expect(&code);
-        assert!(probed < made, "{code}");
-        assert!(code.contains("prepare_access ()"), "{code}");
-        assert!(!code.contains("SqlSlot"), "{code}");
+        let probed = flat(&code)
+            .find("{let__d1_retry_access=::d1_retry::__private::Access::judged(true).and((&&::d1_retry::__private::Receiver::of(&self.db)).d1_site().prepare_access());__d1_retry_access}")
+            .expect(&code);
+        assert!(made < probed, "{code}");
+        assert!(!code.contains("__d1_retry_site"), "{code}");
 
         // A constant is borrowed only inside a closure that is never called: borrowing it
         // would make it, and drop it.
@@ -2042,8 +2111,10 @@ mod tests {
         let next = code.find("let t =").expect(&code);
         assert!(bound < read && read < next, "{code}");
         assert_eq!(code.matches(". access ()").count(), 1, "{code}");
+        // A field of `self` is probed before the `let` too: `t` may run after the field
+        // was given another value.
         let probed = flat(&code)
-            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&self.db))")
+            .find("=(&&::d1_retry::__private::Receiver::of(&self.db)).d1_site();lett=")
             .expect(&code);
         let made = flat(&code).find("lett=").expect(&code);
         assert!(probed < made, "{code}");

@@ -52,10 +52,11 @@ impl Access {
 
     /// The access of work made of both `self` and `other` (a `batch`): the less safe.
     ///
-    /// Inlined, so that a call site's access, joined from parts known at compile time,
-    /// folds into one constant.
+    /// Inlinable, so that a call site's access, joined from parts known at compile time,
+    /// folds into one constant in an optimised build (`inline(always)` would also inline it
+    /// in debug builds, for rustc and LLVM to compile at every call site).
     #[must_use]
-    #[inline(always)]
+    #[inline]
     pub const fn and(self, other: Access) -> Self {
         const fn rank(access: Access) -> u8 {
             match access {
