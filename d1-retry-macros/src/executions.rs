@@ -511,7 +511,7 @@ impl Finder<'_> {
                 borrowed,
                 of_self: true,
                 ..
-            } if slot.is_some() => {
+            } => {
                 out.sites.push(dispatch(borrowed));
                 return true;
             }
@@ -1993,6 +1993,21 @@ mod tests {
             expr: Box::new(expr("self.db")),
         });
         assert!(is_plain_place(&grouped));
+        // A field of `self` is probed where the access is computed; `$db` of a
+        // `macro_rules!` is an invisible group.
+        assert!(is_field_of_self(&grouped));
+        for (place, of_self) in [
+            ("self.db", true),
+            ("(self.db)", true),
+            ("self.env.db", true),
+            ("(self).db", true),
+            ("self", false),
+            ("db.inner", false),
+            ("other.db", false),
+            ("self.dbs[0]", false),
+        ] {
+            assert_eq!(is_field_of_self(&expr(place)), of_self, "{place}");
+        }
     }
 
     /// A method named otherwise that takes one argument is no `prepare`; a local named
