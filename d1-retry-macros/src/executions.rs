@@ -1996,6 +1996,24 @@ mod tests {
         // A field of `self` is probed where the access is computed; `$db` of a
         // `macro_rules!` is an invisible group.
         assert!(is_field_of_self(&grouped));
+        // A variable is borrowed where it stands; a constant, a static, a unit struct, an
+        // element or a dereference only in a closure.
+        assert!(is_variable(&grouped));
+        for (place, variable) in [
+            ("db", true),
+            ("_db", true),
+            ("db.inner", true),
+            ("(db).inner", true),
+            ("(db)", true),
+            ("DB", false),
+            ("Scratch", false),
+            ("store::DB", false),
+            ("dbs[0]", false),
+            ("*db", false),
+            ("db.inner[0]", false),
+        ] {
+            assert_eq!(is_variable(&expr(place)), variable, "{place}");
+        }
         for (place, of_self) in [
             ("self.db", true),
             ("(self.db)", true),
