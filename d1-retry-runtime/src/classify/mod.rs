@@ -8,7 +8,7 @@
 //!   and for D1's part of a message behind the user's own text.
 //! - [`head`]: the allocation-free reading of one message, streamed from its `Display`.
 //! - [`link`]: how one link of a chain is read (by its `Display`, or with the `worker`
-//!   feature, a `worker::Error` from its JavaScript texts, in [`worker_error`]).
+//!   feature, a `worker::Error` from its JavaScript texts, in `worker_error.rs`).
 //! - [`log_text`]: the short text that stands for a failure in logs.
 //! - this file: the walk down a `source()` chain, and what a [`Failure`] keeps of it.
 //!
