@@ -13,7 +13,9 @@
 use std::cell::RefCell;
 use std::sync::Mutex;
 
-use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message, Operation};
+use d1_retry::testing::{
+    D1Database, D1PreparedStatement, Error, Fault, JsValue, Message, Operation,
+};
 use d1_retry::{RetryPolicy, d1_retry};
 use test_support::join_all;
 
@@ -74,12 +76,35 @@ impl From<Query> for String {
     }
 }
 
+/// A repository the method consumes: its database is probed before the statement's
+/// `bind` moves `self`.
+struct Order {
+    db: D1Database,
+    item: String,
+}
+
+impl Order {
+    fn into_params(self) -> Vec<JsValue> {
+        vec![self.item.into()]
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn count(self) -> Result<Option<Count>, Error> {
+        self.db
+            .prepare("SELECT count(*) AS n FROM orders WHERE item = ?1")
+            .bind(&self.into_params())?
+            .first(None)
+            .await
+    }
+}
+
 struct Repo {
     db: D1Database,
     archive: Archive,
     /// The same database behind a `RefCell` and a `Mutex`, whose guards deref to it.
     cell: RefCell<D1Database>,
     lock: Mutex<D1Database>,
+    asked: u32,
 }
 
 impl Repo {
@@ -89,6 +114,18 @@ impl Repo {
 
     fn database(&self) -> &D1Database {
         &self.db
+    }
+
+    /// The column to read, from `&mut self`: an execution's argument that borrows `self`
+    /// mutably while it is retried.
+    fn column(&mut self) -> &str {
+        self.asked += 1;
+        "n"
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn count_column(&mut self) -> Result<Option<i64>, Error> {
+        self.db.prepare(READ).first(Some(self.column())).await
     }
 
     #[d1_retry(policy = NO_BUDGET)]
@@ -246,6 +283,7 @@ fn seeded() -> Repo {
         archive: Archive { db: db.clone() },
         cell: RefCell::new(db.clone()),
         lock: Mutex::new(db.clone()),
+        asked: 0,
         db,
     }
 }
@@ -383,4 +421,25 @@ async fn run_time_verdicts_reach_every_async_block() {
     assert!(repo.joined_dynamic(write, &["a", "b", "c"]).await.is_err());
     assert_eq!(repo.db.calls().len(), 3, "each write made once");
     assert_eq!(archived(&repo), 3);
+}
+
+/// The database is probed before the statement is made, while nothing has moved or
+/// borrowed it: the method that consumes `self` in `bind`, and the one whose argument
+/// borrows `self` mutably, compile and keep their reads retried.
+#[tokio::test(start_paused = true)]
+async fn a_database_moved_or_borrowed_by_its_statement_is_probed_first() {
+    let mut repo = seeded();
+    lose_once_after_running(&repo, READ);
+    assert_eq!(repo.count_column().await.unwrap(), Some(1));
+    assert_eq!(repo.db.calls().len(), 2, "the read was made again");
+    assert_eq!(repo.asked, 1, "the argument was evaluated once");
+
+    let repo = seeded();
+    lose_once_after_running(&repo, "WHERE item = ?1");
+    let order = Order {
+        db: repo.db.clone(),
+        item: "tea".to_owned(),
+    };
+    assert_eq!(order.count().await.unwrap(), Some(Count { n: 1 }));
+    assert_eq!(repo.db.calls().len(), 2, "the read was made again");
 }

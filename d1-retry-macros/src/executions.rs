@@ -386,10 +386,6 @@ struct Statements {
     /// picked, zero-sized (so it adds nothing to a future that keeps it across an await),
     /// and its initialiser.
     checks: Vec<(Ident, TokenStream)>,
-    /// Receivers of `prepare` that are fields of `self`, probed where the access is
-    /// computed: the statement cannot have moved them, so no local is needed (each is one
-    /// more thing for rustc to check, at every site). Each the site its dispatch picks.
-    sites: Vec<TokenStream>,
 }
 
 impl Finder<'_> {
@@ -484,13 +480,13 @@ impl Finder<'_> {
     /// whose verdict joins the statement's access; how depends on the receiver
     /// ([`Database::of`]):
     ///
-    /// - a place is probed by type, so nothing is read, moved or evaluated twice: a field
-    ///   of `self`, which the statement cannot move, where the access is computed
-    ///   ([`Statements::sites`]); a variable or a field of one, borrowed before the
-    ///   statement is made (a `prepare` of the user's own may consume it); any other place
-    ///   inside a closure that is never called ([`Statements::checks`]);
-    /// - an element or a value is probed where it is evaluated, and the verdict recorded
-    ///   into `slot` as dynamic SQL's is;
+    /// - a place is probed by type before the statement is made, while nothing has moved
+    ///   or borrowed it (a `prepare` of the user's own may consume it or take `&mut self`,
+    ///   the execution's arguments may borrow it): a variable or a field of one is
+    ///   borrowed where it stands, any other place inside a closure that is never called;
+    ///   so nothing is read, moved or evaluated twice ([`Statements::checks`]);
+    /// - a value is probed where it is evaluated, and the verdict recorded into `slot` as
+    ///   dynamic SQL's is;
     /// - with no slot (a call left as written), inside a macro's arguments, which are not
     ///   rewritten, or for a receiver of [`Database::Unseen`], nothing is probed: false,
     ///   and the statement is out of sight.
@@ -507,17 +503,7 @@ impl Finder<'_> {
         let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#private::Receiver::of(#receiver)).d1_site());
         let bare = strip_parens(db);
         let scrutinee = match Database::of(bare) {
-            Database::Place {
-                borrowed,
-                of_self: true,
-                ..
-            } => {
-                out.sites.push(dispatch(borrowed));
-                return true;
-            }
-            Database::Place {
-                borrowed, variable, ..
-            } => {
+            Database::Place { borrowed, variable } => {
                 // The site the dispatch picks (`Retrying` or `Plain`, zero-sized), taken by
                 // a `let` whose temporaries (the closure, the borrows) end with it: in a
                 // `match` scrutinee they would be kept across the execution's await, and
@@ -542,7 +528,6 @@ impl Finder<'_> {
                 out.checks.push((self.fresh_slot("db"), check));
                 return true;
             }
-            Database::Element => quote!(&#bare),
             Database::Value => bare.to_token_stream(),
             Database::Unseen => return false,
         };
@@ -652,9 +637,6 @@ impl Finder<'_> {
         for (check, _) in &statements.checks {
             parts.push(prepare_access(check));
         }
-        for site in &statements.sites {
-            parts.push(quote!(#site.prepare_access()));
-        }
         if statements.scans > 0
             && let Some(slot) = slot
         {
@@ -664,14 +646,7 @@ impl Finder<'_> {
         let first = parts
             .next()
             .unwrap_or_else(|| quote!(#private::Access::ReadOnly));
-        let access = parts.fold(first, |access, part| quote!(#access.and(#part)));
-        if statements.sites.is_empty() {
-            return access;
-        }
-        // A `let`, whose temporaries (the dispatch's borrows) end with it: the access is
-        // computed in a `match` scrutinee that stays alive across the execution's await.
-        let local = Ident::new("__d1_retry_access", Span::mixed_site());
-        quote!({ let #local = #access; #local })
+        parts.fold(first, |access, part| quote!(#access.and(#part)))
     }
 
     /// Reads a `batch(..)` argument: `vec![..]` or `[..]` of statements is seen through;
@@ -1064,17 +1039,7 @@ impl Finder<'_> {
             before.push(syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;});
             sql = Sql::Bound(expr, verdict);
         }
-        // A field of `self` is probed here too: the statement may run after the field's
-        // value was replaced.
-        let sites = statements
-            .sites
-            .into_iter()
-            .map(|site| (self.fresh_slot("db"), site));
-        for (check, probe) in statements
-            .checks
-            .into_iter()
-            .chain(sites.collect::<Vec<_>>())
-        {
+        for (check, probe) in statements.checks {
             before.push(syn::parse_quote!(let #check = #probe;));
             verdicts.push(prepare_access(&check));
         }
@@ -1340,20 +1305,15 @@ enum Database {
     Place {
         borrowed: TokenStream,
         variable: bool,
-        /// A field of `self`, which a statement cannot move: probed where the access is
-        /// computed ([`Statements::sites`]).
-        of_self: bool,
     },
-    /// An element reached by indexing such a place with an index that is not a literal
-    /// (`dbs[i]`): borrowed where it is evaluated, since the closure would take the index
-    /// by value, and it may not be `Copy`.
-    Element,
     /// A value (`env.d1("DB")?`, `self.db()`): moved through a `match` where it is
     /// evaluated, as the method call would take it.
     Value,
-    /// A macro (a place or a value, the attribute cannot tell), or a place reached
-    /// through a call (`self.state().db`), which could be neither moved nor borrowed
-    /// without changing what the call's temporaries live for.
+    /// A macro (a place or a value, the attribute cannot tell); a place reached through a
+    /// call (`self.state().db`), which could be neither moved nor borrowed without
+    /// changing what the call's temporaries live for; an element at an index that is not
+    /// a literal (`dbs[i]`), which a closure would take by value (it may not be `Copy`),
+    /// and a borrow would make immutable (its `prepare` may take `&mut self`).
     Unseen,
 }
 
@@ -1367,31 +1327,15 @@ impl Database {
                 Database::Place {
                     borrowed: expr.to_token_stream(),
                     variable: is_variable(&reference.expr),
-                    of_self: is_field_of_self(&reference.expr),
                 }
             }
             place if is_plain_place(place) => Database::Place {
                 borrowed: quote!(&#place),
                 variable: is_variable(place),
-                of_self: is_field_of_self(place),
             },
-            Expr::Index(index) if is_plain_place(&index.expr) => Database::Element,
             place if is_place_expression(place) => Database::Unseen,
             _ => Database::Value,
         }
-    }
-}
-
-/// A field of `self` (`self.db`, `self.env.db`).
-fn is_field_of_self(expr: &Expr) -> bool {
-    match expr {
-        Expr::Field(field) => match strip_parens(&field.base) {
-            Expr::Path(path) => path.path.is_ident("self"),
-            base => is_field_of_self(base),
-        },
-        Expr::Paren(inner) => is_field_of_self(&inner.expr),
-        Expr::Group(inner) => is_field_of_self(&inner.expr),
-        _ => false,
     }
 }
 
@@ -1922,7 +1866,7 @@ mod tests {
                 "run retried unseen",
                 "run retried unseen",
                 "run retried read",
-                "run retried read",
+                "run retried unseen",
                 "run retried unseen",
                 "run retried read",
             ]
@@ -1993,9 +1937,6 @@ mod tests {
             expr: Box::new(expr("self.db")),
         });
         assert!(is_plain_place(&grouped));
-        // A field of `self` is probed where the access is computed; `$db` of a
-        // `macro_rules!` is an invisible group.
-        assert!(is_field_of_self(&grouped));
         // A variable is borrowed where it stands; a constant, a static, a unit struct, an
         // element or a dereference only in a closure.
         assert!(is_variable(&grouped));
@@ -2013,18 +1954,6 @@ mod tests {
             ("db.inner[0]", false),
         ] {
             assert_eq!(is_variable(&expr(place)), variable, "{place}");
-        }
-        for (place, of_self) in [
-            ("self.db", true),
-            ("(self.db)", true),
-            ("self.env.db", true),
-            ("(self).db", true),
-            ("self", false),
-            ("db.inner", false),
-            ("other.db", false),
-            ("self.dbs[0]", false),
-        ] {
-            assert_eq!(is_field_of_self(&expr(place)), of_self, "{place}");
         }
     }
 
@@ -2092,19 +2021,18 @@ mod tests {
         assert!(code.contains("prepare_access ()"), "{code}");
         assert!(!code.contains("SqlSlot"), "{code}");
 
-        // ...a field of `self` where the access is computed, in a `let` whose borrows end
-        // with it.
+        // ...and so is a field of `self`: the statement's own chain and arguments may move
+        // or borrow it mutably.
         let (_, code) = found_in(
-            r#"{ self.db.prepare("SELECT 1").run().await?; }"#,
+            r#"{ self.db.prepare("SELECT 1").first(Some(self.col())).await?; }"#,
             Mode::PerCall,
             &[],
         );
-        let made = flat(&code).find("self.db.prepare").expect(&code);
         let probed = flat(&code)
-            .find("{let__d1_retry_access=::d1_retry::__private::Access::judged(true).and((&&::d1_retry::__private::Receiver::of(&self.db)).d1_site().prepare_access());__d1_retry_access}")
+            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&self.db))")
             .expect(&code);
-        assert!(made < probed, "{code}");
-        assert!(!code.contains("__d1_retry_site"), "{code}");
+        let made = flat(&code).find("self.db.prepare").expect(&code);
+        assert!(probed < made, "{code}");
 
         // A constant is borrowed only inside a closure that is never called: borrowing it
         // would make it, and drop it.
@@ -2147,7 +2075,7 @@ mod tests {
         // A field of `self` is probed before the `let` too: `t` may run after the field
         // was given another value.
         let probed = flat(&code)
-            .find("=(&&::d1_retry::__private::Receiver::of(&self.db)).d1_site();lett=")
+            .find("Receiver::of(&self.db)).d1_site();__d1_retry_site};lett=")
             .expect(&code);
         let made = flat(&code).find("lett=").expect(&code);
         assert!(probed < made, "{code}");

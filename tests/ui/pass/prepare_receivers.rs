@@ -2,7 +2,8 @@
 //! borrowed or evaluated them the wrong way would not compile: a macro that names a field,
 //! a static behind a path, a constant or unit struct that needs `Drop`, an element at an
 //! index that is not `Copy`, a value that is moved, `Tasks::exec` that takes no SQL under
-//! `read_only`, and the project's own `prepare` taking `self` by value.
+//! `read_only`, and the project's own `prepare` taking `self` by value or `&mut self`
+//! (a statement cache), on a field of an owned, boxed or mutably borrowed `self`.
 #![deny(warnings)]
 
 use std::ops::Index;
@@ -77,6 +78,63 @@ impl Select {
     }
 }
 
+/// A statement cache: its `prepare` takes `&mut self` and lends the statement.
+struct StmtCache {
+    db: Db,
+    cached: Option<Statement>,
+}
+
+impl StmtCache {
+    fn prepare(&mut self, sql: &str) -> &Statement {
+        let db = &self.db;
+        self.cached.get_or_insert_with(|| db.prepare(sql))
+    }
+}
+
+struct Cached {
+    cache: StmtCache,
+    caches: Vec<StmtCache>,
+}
+
+impl Cached {
+    #[d1_retry]
+    async fn cached(&mut self) -> Result<Option<i64>, DbError> {
+        self.cache.prepare("SELECT 1").first().await
+    }
+
+    #[d1_retry]
+    async fn cached_element(&mut self, i: usize) -> Result<Option<i64>, DbError> {
+        self.caches[i].prepare("SELECT 1").first().await
+    }
+}
+
+/// A handle whose `prepare` consumes it, in a method that owns `self`.
+struct Tx {
+    db: Db,
+}
+
+impl Tx {
+    fn prepare(self, sql: &str) -> Statement {
+        self.db.prepare(sql)
+    }
+}
+
+struct Unit {
+    tx: Tx,
+}
+
+impl Unit {
+    #[d1_retry]
+    async fn owned(self) -> Result<u64, DbError> {
+        self.tx.prepare("SELECT 1").run().await
+    }
+
+    #[d1_retry]
+    async fn boxed(self: Box<Self>) -> Result<u64, DbError> {
+        self.tx.prepare("SELECT 1").run().await
+    }
+}
+
 struct Tasks;
 
 impl Tasks {
@@ -142,4 +200,16 @@ fn main() {
     block_on(repo.element_at_a_key_moved_in(Shard::Main)).unwrap();
     block_on(repo.builder_consumed()).unwrap();
     block_on(repo.task_with_a_timeout()).unwrap();
+    let cache = || StmtCache {
+        db: Db,
+        cached: None,
+    };
+    let mut cached = Cached {
+        cache: cache(),
+        caches: vec![cache()],
+    };
+    block_on(cached.cached()).unwrap();
+    block_on(cached.cached_element(0)).unwrap();
+    block_on(Unit { tx: Tx { db: Db } }.owned()).unwrap();
+    block_on(Box::new(Unit { tx: Tx { db: Db } }).boxed()).unwrap();
 }
