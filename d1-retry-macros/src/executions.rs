@@ -2055,6 +2055,11 @@ mod tests {
         let made = code.find(". prepare (\"SELECT 1\")").expect(&code);
         assert!(record < made, "{code}");
         assert!(code.contains("SqlSlot :: new ()"), "{code}");
+        // ...and the slot is read into the execution's access.
+        assert!(
+            code.contains(". and (__d1_retry_sql_call_1 . access ())"),
+            "{code}"
+        );
 
         let (_, code) = found_in(
             r#"{
