@@ -263,12 +263,7 @@ async fn prepared_dynamic_sql_that_writes_is_still_handed_back() {
 async fn a_statement_prepared_once_over_several_lines_is_retried_per_run() {
     for concurrently in [false, true] {
         let repo = seeded();
-        repo.db.add_fault(
-            Fault::new(Message::NetworkConnectionLost)
-                .after_execution()
-                .on(Operation::First)
-                .on_calls(1..2),
-        );
+        test_support::lose_call_after_running(&repo.db, Operation::First, 1);
         let found = match concurrently {
             false => repo.each(&[1, 2, 3]).await,
             true => repo.joined_each(&[1, 2, 3]).await,

@@ -13,9 +13,7 @@
 use std::cell::RefCell;
 use std::sync::Mutex;
 
-use d1_retry::testing::{
-    D1Database, D1PreparedStatement, Error, Fault, JsValue, Message, Operation,
-};
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error, JsValue, Operation};
 use d1_retry::{RetryPolicy, d1_retry};
 use test_support::join_all;
 
@@ -388,12 +386,7 @@ async fn a_query_that_is_not_text_is_a_write() {
 #[tokio::test(start_paused = true)]
 async fn run_time_verdicts_reach_every_async_block() {
     let repo = seeded();
-    repo.db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .on(Operation::First)
-            .on_calls(1..2),
-    );
+    test_support::lose_call_after_running(&repo.db, Operation::First, 1);
     assert_eq!(
         repo.joined_dynamic(READ, &["a", "b", "c"]).await.unwrap(),
         3
@@ -401,22 +394,12 @@ async fn run_time_verdicts_reach_every_async_block() {
     assert_eq!(repo.db.calls().len(), 4, "three runs, one of them twice");
 
     let repo = seeded();
-    repo.db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .on(Operation::First)
-            .on_calls(1..2),
-    );
+    test_support::lose_call_after_running(&repo.db, Operation::First, 1);
     assert_eq!(repo.looped_value(3).await.unwrap(), 3);
     assert_eq!(repo.db.calls().len(), 4, "three runs, one of them twice");
 
     let repo = seeded();
-    repo.db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .on(Operation::First)
-            .on_calls(1..2),
-    );
+    test_support::lose_call_after_running(&repo.db, Operation::First, 1);
     let write = "INSERT INTO archive (item) VALUES ('x') RETURNING 1 AS n";
     assert!(repo.joined_dynamic(write, &["a", "b", "c"]).await.is_err());
     assert_eq!(repo.db.calls().len(), 3, "each write made once");

@@ -1318,6 +1318,7 @@ enum Database {
 }
 
 impl Database {
+    /// How `expr`, the receiver of a `prepare` (parentheses stripped), can be probed.
     fn of(expr: &Expr) -> Database {
         match expr {
             Expr::Macro(_) => Database::Unseen,

@@ -174,12 +174,7 @@ async fn a_loop_retries_the_insert_that_was_not_reached_and_no_other() {
 #[tokio::test(start_paused = true)]
 async fn a_loop_hands_back_a_maybe_executed_insert() {
     let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .on(Operation::Run)
-            .on_calls(1..2),
-    );
+    test_support::lose_call_after_running(&db, Operation::Run, 1);
     let repo = repo(&db);
     assert!(repo.loop_inserts(&["a", "b", "c"]).await.is_err());
     // The second insert ran once and was handed back; the third never started.
