@@ -12,7 +12,7 @@ use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]
 mod db;
-use db::{Db, DbError, Statement, block_on};
+use db::{D1Database, Db, DbError, Statement, block_on};
 
 macro_rules! db_of {
     ($repo:expr) => {
@@ -145,6 +145,10 @@ impl Tasks {
 
 const TIMEOUT_MS: u64 = 2_000;
 
+fn make_db() -> Db {
+    Db
+}
+
 struct Repo {
     db: Db,
     shards: Shards,
@@ -181,6 +185,15 @@ impl Repo {
         select.prepare(&self.db).run().await
     }
 
+    /// A database made for the statement, borrowed: probed where it is evaluated, in a
+    /// `match` whose temporaries live as long as the original call's.
+    #[d1_retry]
+    async fn database_made_for_it(&self) -> Result<u64, DbError> {
+        D1Database::prepare(&make_db(), "SELECT 1").run().await?;
+        let statement = D1Database::prepare(&make_db(), "SELECT 2");
+        statement.run().await
+    }
+
     #[d1_retry(read_only)]
     async fn task_with_a_timeout(&self) -> Result<u64, DbError> {
         Tasks::exec(&self.tasks, TIMEOUT_MS).await?;
@@ -200,6 +213,7 @@ fn main() {
     block_on(repo.element_at_a_key_moved_in(Shard::Main)).unwrap();
     block_on(repo.builder_consumed()).unwrap();
     block_on(repo.task_with_a_timeout()).unwrap();
+    block_on(repo.database_made_for_it()).unwrap();
     let cache = || StmtCache {
         db: Db,
         cached: None,
