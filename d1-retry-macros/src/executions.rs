@@ -1054,6 +1054,19 @@ impl Finder<'_> {
         }
         self.statements
             .insert(ident.to_string(), Known { sql, verdicts });
+        // The declarations name what the `let` names (a field, a variable, a constant):
+        // under its `#[cfg]`, they are compiled exactly when it is.
+        let cfgs: Vec<syn::Attribute> = local
+            .attrs
+            .iter()
+            .filter(|attr| attr.path().is_ident("cfg"))
+            .cloned()
+            .collect();
+        for stmt in before.iter_mut().chain(&mut after) {
+            if let Stmt::Local(declaration) = stmt {
+                declaration.attrs.extend(cfgs.iter().cloned());
+            }
+        }
         Some((before, after))
     }
 }
@@ -2097,6 +2110,33 @@ mod tests {
         );
         assert!(!code.contains("probed"), "{code}");
         assert!(code.contains(". record ("), "{code}");
+    }
+
+    /// A `let` under `#[cfg]` keeps its declarations under the same `#[cfg]`: they name
+    /// what it names, which may not exist when it is compiled out.
+    #[test]
+    fn a_bound_statement_s_declarations_share_its_cfg() {
+        let (_, code) = found_in(
+            r#"{
+                #[cfg(feature = "audit")]
+                let audit = self.audit.prepare(AUDIT);
+                #[cfg(feature = "audit")]
+                audit.run().await?;
+            }"#,
+            Mode::PerCall,
+            &[],
+        );
+        let flat = code.replace(' ', "");
+        let cfg = "#[cfg(feature=\"audit\")]";
+        assert!(
+            flat.contains(&format!("{cfg}let__d1_retry_sql_audit_judged_")),
+            "{code}"
+        );
+        assert!(
+            flat.contains(&format!("{cfg}let__d1_retry_sql_db_")),
+            "{code}"
+        );
+        assert!(flat.contains(&format!("{cfg}letaudit=")), "{code}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 use core::future::Future;
 use core::marker::PhantomData;
+use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicU8, Ordering};
 use std::cell::{Ref, RefMut};
 use std::rc::Rc;
@@ -27,8 +28,8 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 ///
 /// Implemented for the `worker` crate's `D1Database`, `D1DatabaseSession` and
 /// `D1PreparedStatement` (feature `worker`), for the testing kit's types (feature
-/// `testing`), and through `&`, `&mut`, `Box`, `Rc`, `Arc`, `RefCell`'s and locks' guards
-/// and `worker::send::SendWrapper`, which have no such methods of their own. Not implemented for
+/// `testing`), and through `&`, `&mut`, `Box`, `Rc`, `Arc`, `ManuallyDrop`, `RefCell`'s and
+/// locks' guards and `worker::send::SendWrapper`, which have no such methods of their own. Not implemented for
 /// `D1Retry`, which retries on its own. A wrapper of your own, another D1 client or a test
 /// double takes one line:
 ///
@@ -51,6 +52,7 @@ impl<T: D1Receiver + ?Sized> D1Receiver for &mut T {}
 impl<T: D1Receiver + ?Sized> D1Receiver for Box<T> {}
 impl<T: D1Receiver + ?Sized> D1Receiver for Rc<T> {}
 impl<T: D1Receiver + ?Sized> D1Receiver for Arc<T> {}
+impl<T: D1Receiver + ?Sized> D1Receiver for ManuallyDrop<T> {}
 impl<T: D1Receiver + ?Sized> D1Receiver for Ref<'_, T> {}
 impl<T: D1Receiver + ?Sized> D1Receiver for RefMut<'_, T> {}
 impl<T: D1Receiver + ?Sized> D1Receiver for MutexGuard<'_, T> {}
@@ -401,6 +403,7 @@ mod tests {
         assert_eq!(prepare_access!(lock.lock().unwrap()), Access::ReadOnly);
         assert_eq!(prepare_access!(rw.read().unwrap()), Access::ReadOnly);
         assert_eq!(prepare_access!(rw.write().unwrap()), Access::ReadOnly);
+        assert_eq!(prepare_access!(ManuallyDrop::new(Marked)), Access::ReadOnly);
         assert_eq!(
             prepare_access!(RefCell::new(Unmarked).borrow()),
             Access::Unseen

@@ -3,7 +3,8 @@
 //! a static behind a path, a constant or unit struct that needs `Drop`, an element at an
 //! index that is not `Copy`, a value that is moved, `Tasks::exec` that takes no SQL under
 //! `read_only`, and the project's own `prepare` taking `self` by value or `&mut self`
-//! (a statement cache), on a field of an owned, boxed or mutably borrowed `self`.
+//! (a statement cache), on a field of an owned, boxed or mutably borrowed `self`; and a
+//! statement bound under a `#[cfg]` that is off.
 #![deny(warnings)]
 
 use std::ops::Index;
@@ -153,6 +154,8 @@ struct Repo {
     db: Db,
     shards: Shards,
     tasks: Tasks,
+    #[cfg(any())]
+    audit: Db,
 }
 
 impl Repo {
@@ -194,6 +197,23 @@ impl Repo {
         statement.run().await
     }
 
+    /// A statement bound under a `#[cfg]` that is off, on a field and through a variable
+    /// that exist only under it.
+    #[d1_retry]
+    async fn compiled_out(&self) -> Result<u64, DbError> {
+        #[cfg(any())]
+        let audit = self.audit.prepare("INSERT INTO audit (event) VALUES ('read')");
+        #[cfg(any())]
+        let audit_db = &self.audit;
+        #[cfg(any())]
+        let audited = audit_db.prepare("SELECT 1");
+        #[cfg(any())]
+        audit.run().await?;
+        #[cfg(any())]
+        audited.run().await?;
+        self.db.prepare("SELECT 1").run().await
+    }
+
     #[d1_retry(read_only)]
     async fn task_with_a_timeout(&self) -> Result<u64, DbError> {
         Tasks::exec(&self.tasks, TIMEOUT_MS).await?;
@@ -214,6 +234,7 @@ fn main() {
     block_on(repo.builder_consumed()).unwrap();
     block_on(repo.task_with_a_timeout()).unwrap();
     block_on(repo.database_made_for_it()).unwrap();
+    block_on(repo.compiled_out()).unwrap();
     let cache = || StmtCache {
         db: Db,
         cached: None,
