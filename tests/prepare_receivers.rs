@@ -294,13 +294,15 @@ fn archived(repo: &Repo) -> i64 {
     test_support::count(&repo.db, "SELECT count(*) FROM archive")
 }
 
+/// A repository method, named in a table of the shapes a test runs.
+type Method<T> =
+    for<'r> fn(&'r Repo) -> core::pin::Pin<Box<dyn Future<Output = Result<T, Error>> + 'r>>;
+
 /// Every form of a `prepare` of the project's own: the insert it builds runs once, and the
 /// caller gets D1's error. Judged by the `SELECT` handed to it, it ran twice.
 #[tokio::test(start_paused = true)]
 async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
-    type Method =
-        for<'r> fn(&'r Repo) -> core::pin::Pin<Box<dyn Future<Output = Result<(), Error>> + 'r>>;
-    let methods: [(&str, Method); 7] = [
+    let methods: [(&str, Method<()>); 7] = [
         ("method", |r| Box::pin(r.own_method())),
         ("method, bound", |r| Box::pin(r.own_method_bound())),
         ("method on a value", |r| Box::pin(r.own_method_on_a_value())),
@@ -324,12 +326,7 @@ async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
 /// `Mutex`'s guard, through its path: the read that failed after it ran is made again.
 #[tokio::test(start_paused = true)]
 async fn d1_s_prepare_keeps_its_reads_retried() {
-    type Method = for<'r> fn(
-        &'r Repo,
-    ) -> core::pin::Pin<
-        Box<dyn Future<Output = Result<Option<Count>, Error>> + 'r>,
-    >;
-    let methods: [(&str, Method); 7] = [
+    let methods: [(&str, Method<Option<Count>>); 7] = [
         ("field", |r| Box::pin(r.d1_field())),
         ("RefCell's guard, bound", |r| {
             Box::pin(r.d1_behind_a_ref_cell())
