@@ -340,6 +340,15 @@ fn derived_from(expr: &Expr) -> Option<&Ident> {
     }
 }
 
+/// Whether `sql`, handed to a `prepare`, is a literal that may write. Such a statement
+/// counts as a write whatever prepares it, so its receiver is not probed
+/// ([`Finder::database_check`]): a probe could only make it out of sight, which is retried
+/// alike, and it is a dispatch less for rustc to resolve (most statements that write are
+/// literals).
+fn writes(sql: &Expr) -> bool {
+    judge(sql, Handed::Prepare).literal_write().is_some()
+}
+
 /// `.bind(..)`, `.bind_refs(..)` or `.clone()`: a statement with its receiver's SQL.
 fn keeps_the_sql(call: &ExprMethodCall) -> bool {
     matches!(call.method.to_string().as_str(), "bind" | "bind_refs")
@@ -412,8 +421,8 @@ impl Finder<'_> {
                 self.statement(&mut call.receiver, slot, out);
             }
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
-                if self.database_check(&mut call.receiver, slot, out)
-                    && let Some(sql) = call.args.first_mut()
+                if let Some(sql) = call.args.first_mut()
+                    && (writes(sql) || self.database_check(&mut call.receiver, slot, out))
                 {
                     self.sql_argument(sql, Handed::Prepare, slot, out);
                 } else {
@@ -424,7 +433,7 @@ impl Finder<'_> {
             Expr::Call(call) if is_d1_path(&call.func, "prepare") && call.args.len() == 2 => {
                 let mut args = call.args.iter_mut();
                 if let (Some(db), Some(sql)) = (args.next(), args.next())
-                    && self.database_check(db, slot, out)
+                    && (writes(sql) || self.database_check(db, slot, out))
                 {
                     self.sql_argument(sql, Handed::Prepare, slot, out);
                 } else {
@@ -440,7 +449,7 @@ impl Finder<'_> {
                 let mut args = args.into_iter().flatten();
                 let sql = match (args.next(), args.next()) {
                     (Some(mut db), Some(sql)) => {
-                        if self.database_check(&mut db, None, out) {
+                        if writes(&sql) || self.database_check(&mut db, None, out) {
                             match judge(&sql, Handed::Prepare) {
                                 Sql::Dynamic => Sql::Unseen,
                                 known => known,
@@ -1885,6 +1894,35 @@ mod tests {
                 "run retried read",
             ]
         );
+    }
+
+    /// A literal that may write is a write whatever prepares it: its receiver is not
+    /// probed, in any of the three forms, and it stays a write (a user's own `prepare` of
+    /// it is not made a read); a read's receiver still is.
+    #[test]
+    fn a_written_literal_needs_no_probe() {
+        for write in [
+            r#"{ self.db.prepare("INSERT INTO t VALUES (1)").run().await?; }"#,
+            r#"{ env.d1("DB")?.prepare("DELETE FROM t").run().await?; }"#,
+            r#"{ D1Database::prepare(&self.db, concat!("UPDATE t ", "SET a = 1")).run().await?; }"#,
+            r#"{ worker::query!(&db, "INSERT INTO t VALUES (1)").run().await?; }"#,
+            r#"{ archive.prepare("REPLACE INTO t VALUES (1)").run().await?; }"#,
+        ] {
+            let (lines, code) = found_in(write, Mode::PerCall, &[]);
+            assert_eq!(lines, ["run retried write"], "{write}");
+            assert!(!code.contains("d1_site () . prepare_access"), "{code}");
+            assert!(!code.contains("__d1_retry_site"), "{code}");
+            assert!(!code.contains("record"), "{code}");
+        }
+        for read in [
+            r#"{ self.db.prepare("SELECT 1").run().await?; }"#,
+            r#"{ env.d1("DB")?.prepare("SELECT 1").run().await?; }"#,
+            r#"{ worker::query!(&db, "SELECT 1").run().await?; }"#,
+        ] {
+            let (lines, code) = found_in(read, Mode::PerCall, &[]);
+            assert_eq!(lines, ["run retried read"], "{read}");
+            assert!(code.contains("prepare_access"), "{code}");
+        }
     }
 
     /// Only D1's types' `prepare` by path, and only `worker::query!`; only a place reached
