@@ -151,7 +151,7 @@ pub(crate) struct Names {
     pub(crate) private: TokenStream,
     /// The `&Call` every rewritten execution shares.
     pub(crate) call: Ident,
-    /// `&Call::new(..)`: a schedule of its own for an `async move` block, which may have
+    /// `    /// `&Call::new(..)`: a schedule of its own for an `async move` block, which may haveCall::new(..)`: a schedule of its own for an async block, which may have
     /// to outlive the function.
     pub(crate) call_init: TokenStream,
     /// The whole-body attempt record that observes dynamic SQL under `read_only`.
@@ -199,6 +199,13 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
     }
 }
 
+/// The name `ident` binds or reads: `r#stmt` and `stmt` are one name to rustc, so they
+/// must be one to the attribute, or a statement shadowed through the other spelling would
+/// be judged by the SQL it shadows (a write retried as the read it replaced).
+fn name(ident: &Ident) -> String {
+    syn::ext::IdentExt::unraw(ident).to_string()
+}
+
 /// How often each name is bound or assigned in the body: a statement variable is
 /// followed only when its name is bound once and never assigned.
 #[derive(Default)]
@@ -211,17 +218,17 @@ struct Bindings {
 
 impl Bindings {
     fn bound(&mut self, ident: &Ident) {
-        *self.counts.entry(ident.to_string()).or_default() += 1;
+        *self.counts.entry(name(ident)).or_default() += 1;
     }
 
     /// Whether the body binds `ident` anywhere: then it may name a local, even when it is
     /// written like a constant.
     fn any(&self, ident: &Ident) -> bool {
-        self.counts.contains_key(&ident.to_string())
+        self.counts.contains_key(&name(ident))
     }
 
     fn unique(&self, ident: &Ident) -> bool {
-        !self.opaque && self.counts.get(&ident.to_string()) == Some(&1)
+        !self.opaque && self.counts.get(&name(ident)) == Some(&1)
     }
 
     /// Counts every name in a macro's tokens as bound twice: a statement macro may expand
@@ -467,7 +474,7 @@ impl Finder<'_> {
                     .path
                     .get_ident()
                     .filter(|ident| self.bindings.unique(ident))
-                    .and_then(|ident| self.statements.get(&ident.to_string()))
+                    .and_then(|ident| self.statements.get(&name(ident)))
                     .cloned();
                 match known {
                     Some(Known { sql, verdicts }) => {
@@ -1028,7 +1035,7 @@ impl Finder<'_> {
             return None;
         }
         // `r#type` names its slot `type`: a hint is a part of an identifier, not one.
-        let name = syn::ext::IdentExt::unraw(&ident).to_string();
+        let name = name(&ident);
         let slot = self.fresh_slot(&name);
         let mut statements = Statements::default();
         self.statement(&mut init.expr, Some(&slot), &mut statements);
@@ -1061,8 +1068,7 @@ impl Finder<'_> {
             after.push(syn::parse_quote!(let #verdict = #slot.access();));
             verdicts.push(verdict.into_token_stream());
         }
-        self.statements
-            .insert(ident.to_string(), Known { sql, verdicts });
+        self.statements.insert(name, Known { sql, verdicts });
         // The declarations name what the `let` names (a field, a variable, a constant):
         // under its `#[cfg]`, they are compiled exactly when it is.
         let cfgs: Vec<syn::Attribute> = local
@@ -1169,9 +1175,12 @@ impl VisitMut for Finder<'_> {
                     self.visit_element(element);
                 }
             }
-            Expr::Async(block) if block.capture.is_some() => {
+            Expr::Async(block) => {
                 let before = self.executions.len();
-                // The block gets a schedule of its own, so it may outlive the function.
+                // The block gets a schedule of its own, so it may outlive the function: a
+                // `move` block, and one without `move` too, which may outlive it as well
+                // when what it captures does (`async { self.db.prepare(..).first(..).await }`
+                // returned, or pushed into a `Vec` the caller lent).
                 let outer = core::mem::replace(&mut self.in_move_closure, false);
                 let returned = core::mem::replace(&mut self.in_return_position, false);
                 visit_mut::visit_expr_async_mut(self, block);
@@ -1368,9 +1377,8 @@ fn is_variable(expr: &Expr) -> bool {
     match expr {
         Expr::Path(path) => {
             path.qself.is_none()
-                && path.path.get_ident().is_some_and(|name| {
-                    name.to_string()
-                        .starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+                && path.path.get_ident().is_some_and(|ident| {
+                    name(ident).starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
                 })
         }
         Expr::Field(field) => is_variable(&field.base),
@@ -2306,11 +2314,16 @@ mod tests {
                 "all as written unseen",
             ]
         );
-        // An `async move` block in the returned value has a schedule of its own.
-        assert_eq!(
-            per_call("{ Ok(async move { stmt.run().await }) }"),
-            ["run retried unseen"]
-        );
+        // An async block in the returned value, `move` or not, has a schedule of its own.
+        for returned in [
+            "{ Ok(async move { stmt.run().await }) }",
+            "{ Ok(async { stmt.run().await }) }",
+        ] {
+            assert_eq!(per_call(returned), ["run retried unseen"], "{returned}");
+            let (_, code) = found_in(returned, Mode::PerCall, &[]);
+            let own = code.find("let call = & CALL ;").expect(&code);
+            assert!(own < code.find("d1_site").expect(&code), "{code}");
+        }
     }
 
     #[test]

@@ -299,6 +299,24 @@ async fn a_local_const_is_judged_where_it_is_used() {
     assert_eq!(calls_with(&db, "shadow"), 1);
 }
 
+/// `r#stmt` and `stmt` are one name: a write bound under one spelling and run under the
+/// other is the write, handed back after it ran (one row), not the read it shadows.
+#[tokio::test(start_paused = true)]
+async fn a_raw_name_is_its_plain_name() {
+    for raw_first in [true, false] {
+        let db = lost_once_after_running(INSERT);
+        let repo = repo(&db);
+        let result = if raw_first {
+            repo.raw_name_shadowed("raw").await
+        } else {
+            repo.plain_name_shadowed("raw").await
+        };
+        assert!(result.is_err(), "raw first: {raw_first}");
+        assert_eq!(calls_with(&db, INSERT), 1, "raw first: {raw_first}");
+        assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+    }
+}
+
 /// `let stmt = stmt.bind(..)?;` keeps the statement's SQL: the read that failed after it
 /// ran is made again, the write that did is handed back (one row).
 #[tokio::test(start_paused = true)]

@@ -269,6 +269,40 @@ impl Repo {
         Ok(())
     }
 
+    /// A read bound as `r#stmt`, then a write bound as `stmt`: one name to rustc, so the
+    /// last `r#stmt.run()` runs the write.
+    #[d1_retry(policy = NO_BUDGET)]
+    pub async fn raw_name_shadowed(&self, item: &str) -> Result<(), Error> {
+        let r#stmt = self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders WHERE item = ?1")
+            .bind(&[item.into()])?;
+        r#stmt.first::<Count>(None).await?;
+        let stmt = self
+            .db
+            .prepare("INSERT INTO orders (item) VALUES (?1)")
+            .bind(&[item.into()])?;
+        r#stmt.run().await?;
+        drop(stmt);
+        Ok(())
+    }
+
+    /// The same the other way round: a read as `stmt`, a write as `r#stmt`, run as `stmt`.
+    #[d1_retry(policy = NO_BUDGET)]
+    pub async fn plain_name_shadowed(&self, item: &str) -> Result<(), Error> {
+        let stmt = self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders WHERE item = ?1")
+            .bind(&[item.into()])?;
+        stmt.first::<Count>(None).await?;
+        let r#stmt = self
+            .db
+            .prepare("INSERT INTO orders (item) VALUES (?1)")
+            .bind(&[item.into()])?;
+        stmt.run().await?;
+        Ok(())
+    }
+
     /// A statement bound to its parameters under its own name, the common way to write it:
     /// a read, then a write.
     #[d1_retry(policy = NO_BUDGET)]
