@@ -161,6 +161,36 @@ fn separators_and_whitespace() {
     ]);
 }
 
+/// D1's `exec()` trims its text as JavaScript does before it cuts it into lines, and
+/// JavaScript's spaces include Unicode ones SQLite reads as letters: a text that ends in
+/// `VACUUM\u{a0}` runs `VACUUM`. Found by a fuzzer against SQLite, these were read-only.
+#[test]
+fn unicode_spaces_at_the_ends_are_trimmed_as_exec_trims_them() {
+    check(&[
+        ("SELECT 1\nVACUUM\u{a0}", WRITE),
+        ("SELECT 1\nVACUUM\u{3000}", WRITE),
+        ("SELECT 1\nANALYZE\u{feff}", WRITE),
+        ("SELECT 1\nREINDEX\u{2028}", WRITE),
+        ("SELECT 1\nREINDEX\u{2029}", WRITE),
+        ("SELECT 1\n  VACUUM\u{a0}\n", WRITE),
+        ("SELECT 1 FROM t\n/* c */ VACUUM\u{2028}", WRITE),
+        ("SELECT 1\r\n\u{feff}vacuum\u{feff}\n\u{202f}", WRITE),
+        (
+            "WITH x AS (SELECT 1) SELECT * FROM x\n\n\u{c}REINDEX\u{3000}\t",
+            WRITE,
+        ),
+        ("EXPLAIN SELECT 1\n  ANALYZE\u{1680}", WRITE),
+        ("SELECT\rt.a-- x\nVACUUM\u{a0}", WRITE),
+        ("SELECT 1\nBEGIN\u{a0}", WRITE),
+        ("SELECT 1\nCOMMIT\u{3000}", WRITE),
+        ("\u{a0}\u{2000}VACUUM", WRITE),
+        // Trimmed, the text is a read.
+        ("\u{3000}SELECT 1\u{a0}", READ),
+        ("SELECT 1\u{205f}", READ),
+        ("\u{a0}", WRITE),
+    ]);
+}
+
 #[test]
 fn empty_input_is_not_read_only() {
     check(&[

@@ -47,6 +47,7 @@
 
 mod keyword;
 mod lexer;
+mod trim;
 
 use self::keyword::{Keyword, is_read_pragma, keyword};
 use self::lexer::{Event, Kind, next_token, skip};
@@ -184,6 +185,10 @@ impl Expect {
 /// - a NUL byte anywhere (SQLite stops reading there, and would not see what follows), and
 ///   a Tcl-style parameter (`$name(...)`, `:name(...)`; inside a statement's body, also a
 ///   `$` inside a longer name followed by `(`, as in `a$b(`);
+/// - because D1's `exec()` trims its text as JavaScript does before it cuts it into lines,
+///   the text is judged without JavaScript's white space at its two ends, Unicode spaces
+///   included, which SQLite would read as letters of a name: `SELECT 1\nVACUUM\u{a0}` runs
+///   `VACUUM`, a write ([`is_read_only_prepared`] judges the same trimmed text);
 /// - because D1's `exec()` runs each line of its input on its own, so that every line must
 ///   be read-only by itself ([`is_read_only_prepared`], for a prepared statement, which is
 ///   sent whole, drops these): a string, quoted name or block comment that runs over more
@@ -219,7 +224,7 @@ impl Expect {
 /// ```
 #[must_use]
 pub const fn is_read_only(sql: &str) -> bool {
-    scan(sql.as_bytes(), 0, false, true)
+    scan(trim::trimmed(sql.as_bytes()), 0, false, true)
 }
 
 /// Whether `sql`, prepared as one statement (D1's `prepare`, then `first`, `all`, `run`,
@@ -247,7 +252,7 @@ pub const fn is_read_only(sql: &str) -> bool {
 /// ```
 #[must_use]
 pub const fn is_read_only_prepared(sql: &str) -> bool {
-    scan(sql.as_bytes(), 0, false, false)
+    scan(trim::trimmed(sql.as_bytes()), 0, false, false)
 }
 
 /// Scans `sql` from `start`. With `one_line`, only up to the first line break, where the
