@@ -234,7 +234,10 @@ pub const fn is_read_only(sql: &str) -> bool {
 /// be given to `exec()`, which runs each line as a query of its own. So this verdict is
 /// [`is_read_only`]'s without its line rules: a line break is a space, as it is to SQLite,
 /// and a string, quoted name or `/* */` comment may run over several lines. Every other
-/// rule is the same, and whatever [`is_read_only`] calls read-only, this does too.
+/// rule is the same, and whatever [`is_read_only`] calls read-only, this does too, save a
+/// known shape it calls a write: a line whose first word holds a `$` followed by `(`
+/// (`SELECT 1\nx$a(y)`), which [`is_read_only`] reads as one name at the line's start and
+/// this, inside a statement's body, as a Tcl-style parameter.
 ///
 /// Use it for SQL handed to `prepare`, never for SQL handed to `exec`. `#[d1_retry]` and
 /// `D1Retry` do so.
@@ -249,6 +252,8 @@ pub const fn is_read_only(sql: &str) -> bool {
 /// assert!(is_read_only_prepared("SELECT id,\n  replace FROM t"));
 /// assert!(!is_read_only_prepared("SELECT 1;\nDELETE FROM t"));
 /// assert!(!is_read_only_prepared("INSERT INTO t VALUES ('a\nb')"));
+/// // A read of exec text it does not keep (above).
+/// assert!(is_read_only("SELECT 1\nx$a(y)") && !is_read_only_prepared("SELECT 1\nx$a(y)"));
 /// ```
 #[must_use]
 pub const fn is_read_only_prepared(sql: &str) -> bool {
