@@ -1,7 +1,7 @@
 //! The text a verdict judges: without the white space JavaScript's `String.prototype.trim`
 //! takes off its ends.
 //!
-//! D1's `exec()` trims its text so before it cuts it into lines
+//! D1's `exec()` trims its text this way before it cuts it into lines
 //! (`query.trim().split('\n')` in workerd's D1 API), and JavaScript's white space is not
 //! SQLite's: SQLite reads U+00A0, U+3000 and the other Unicode spaces as letters of a name,
 //! so to it `VACUUM\u{a0}` is one unknown word, a line it refuses, where `exec()` trims it
@@ -13,7 +13,8 @@
 //! that it keeps every read `is_read_only` keeps (`EXPLAIN BEGIN\u{a0}`). A prepared
 //! statement reaches SQLite untrimmed, and the trim never hides a write from it: a text
 //! that starts with such a space is one SQLite refuses (no statement starts with a name),
-//! and one at the end only shortens the last word, which can only make it a keyword.
+//! save a byte-order mark, which SQLite skips there as the scanner does; and one at the end
+//! only shortens the last word, which can only make it a keyword.
 
 /// `sql` without the JavaScript white space at its start and its end: the text `exec()`
 /// cuts into lines. The rest is never cut inside a character: only whole characters are
@@ -33,7 +34,7 @@ pub(super) const fn trimmed(mut sql: &[u8]) -> &[u8] {
         }
         sql = rest;
     }
-    while let Some((head, _)) = sql.split_at_checked(sql.len() - space_at_end(sql)) {
+    while let Some((head, _)) = sql.split_at_checked(sql.len().saturating_sub(space_at_end(sql))) {
         if head.len() == sql.len() {
             break;
         }
