@@ -2067,32 +2067,29 @@ mod tests {
     #[test]
     fn receivers_are_probed_before_or_as_they_are_evaluated() {
         let flat = |code: &str| code.replace(' ', "");
-        // A local is probed before the statement is made (it may consume it)...
-        let (_, code) = found_in(
-            r#"{ db.prepare("SELECT 1").run().await?; }"#,
-            Mode::PerCall,
-            &[],
-        );
-        let probed = flat(&code)
-            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&db))")
-            .expect(&code);
-        let made = flat(&code).find("db.prepare").expect(&code);
-        assert!(probed < made, "{code}");
-        assert!(code.contains("prepare_access ()"), "{code}");
-        assert!(!code.contains("SqlSlot"), "{code}");
-
-        // ...and so is a field of `self`: the statement's own chain and arguments may move
-        // or borrow it mutably.
-        let (_, code) = found_in(
-            r#"{ self.db.prepare("SELECT 1").first(Some(self.col())).await?; }"#,
-            Mode::PerCall,
-            &[],
-        );
-        let probed = flat(&code)
-            .find("{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&self.db))")
-            .expect(&code);
-        let made = flat(&code).find("self.db.prepare").expect(&code);
-        assert!(probed < made, "{code}");
+        // A local is probed before the statement is made (it may consume it), and so is a
+        // field of `self`: the statement's own chain and arguments may move or borrow it
+        // mutably.
+        for (body, receiver) in [
+            (r#"{ db.prepare("SELECT 1").run().await?; }"#, "db"),
+            (
+                r#"{ self.db.prepare("SELECT 1").first(Some(self.col())).await?; }"#,
+                "self.db",
+            ),
+        ] {
+            let (_, code) = found_in(body, Mode::PerCall, &[]);
+            let probed = flat(&code)
+                .find(&format!(
+                    "{{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&{receiver}))"
+                ))
+                .expect(&code);
+            let made = flat(&code)
+                .find(&format!("{receiver}.prepare"))
+                .expect(&code);
+            assert!(probed < made, "{code}");
+            assert!(code.contains("prepare_access ()"), "{code}");
+            assert!(!code.contains("SqlSlot"), "{code}");
+        }
 
         // A constant is borrowed only inside a closure that is never called: borrowing it
         // would make it, and drop it.
