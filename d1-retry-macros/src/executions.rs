@@ -365,7 +365,8 @@ fn keeps_the_sql(call: &ExprMethodCall) -> bool {
 /// What is known of a statement variable's SQL.
 #[derive(Clone)]
 struct Known {
-    sql: Sql,
+    /// One text, or one per arm of an `if` or a `match` that chose the statement.
+    sql: Vec<Sql>,
     /// Its `Access` parts taken where it was bound, from `Copy` locals, so that `async move`
     /// blocks may each take a copy: what its slot recorded (dynamic SQL, a receiver probed
     /// as it was evaluated), and its `prepare`'s receiver probed by type.
@@ -478,13 +479,91 @@ impl Finder<'_> {
                     .cloned();
                 match known {
                     Some(Known { sql, verdicts }) => {
-                        out.sql.push(sql);
+                        out.sql.extend(sql);
                         out.known_verdicts.extend(verdicts);
                     }
                     None => out.sql.push(Sql::Unseen),
                 }
             }
+            Expr::If(_) | Expr::Match(_) | Expr::Block(_) => match slot {
+                Some(slot) => self.alternatives(expr, slot, out),
+                None => out.sql.push(Sql::Unseen),
+            },
             _ => out.sql.push(Sql::Unseen),
+        }
+    }
+
+    /// A statement chosen by `if`/`else` or `match` (`let stmt = if active { db.prepare(A)
+    /// } else { db.prepare(B) };`), or made in a block: it is one of the arms', so every
+    /// arm's SQL is judged, and the statement is read-only only if each is. An arm that
+    /// leaves (`return`, `continue`, `break` without a value) makes none. An `if` without
+    /// `else`, a labelled block (a `break` may carry another value out of it) and an arm
+    /// with statements before its value (which may bind the names it uses) are out of
+    /// sight.
+    ///
+    /// Each arm's `prepare` receivers are probed in the arm, right before its value, where
+    /// the names the arm's pattern binds are in scope: hoisted before the `let`, a probe
+    /// would name another variable, or none. Their verdicts are recorded into `slot` (by
+    /// the arm that runs), as a receiver probed where it is evaluated is.
+    fn alternatives(&mut self, expr: &mut Expr, slot: &Ident, out: &mut Statements) {
+        let before = out.sql.len();
+        match expr {
+            Expr::If(branch) => match &mut branch.else_branch {
+                Some((_, otherwise)) => {
+                    match only_tail(&mut branch.then_branch) {
+                        Some(value) => self.arm(value, slot, out),
+                        None => out.sql.push(Sql::Unseen),
+                    }
+                    self.arm(otherwise, slot, out);
+                }
+                None => out.sql.push(Sql::Unseen),
+            },
+            Expr::Match(choice) => {
+                for arm in &mut choice.arms {
+                    self.arm(&mut arm.body, slot, out);
+                }
+            }
+            block => self.arm(block, slot, out),
+        }
+        // Every arm leaving makes no statement; none is out of sight too, never read-only.
+        if out.sql.len() == before {
+            out.sql.push(Sql::Unseen);
+        }
+    }
+
+    /// One arm of [`Finder::alternatives`]: a block's value, nothing if it leaves, or a
+    /// statement whose receivers are probed where it stands.
+    fn arm(&mut self, arm: &mut Expr, slot: &Ident, out: &mut Statements) {
+        match arm {
+            Expr::Block(block) if block.label.is_none() => match only_tail(&mut block.block) {
+                Some(value) => self.arm(value, slot, out),
+                None => out.sql.push(Sql::Unseen),
+            },
+            Expr::Block(_) => out.sql.push(Sql::Unseen),
+            Expr::Return(_) | Expr::Continue(_) => {}
+            Expr::Break(leave) if leave.expr.is_none() => {}
+            arm => {
+                let mut own = Statements::default();
+                self.statement(arm, Some(slot), &mut own);
+                if !own.checks.is_empty() {
+                    let private = &self.names.private;
+                    let locals = own.checks.iter().map(|(local, _)| local);
+                    let probes = own.checks.iter().map(|(_, probe)| probe);
+                    let accesses = own.checks.iter().map(|(local, _)| prepare_access(local));
+                    let span = arm.span();
+                    *arm = Expr::Verbatim(quote_spanned! {span=>
+                        {
+                            #(let #locals = #probes;)*
+                            #slot.record(#private::Access::ReadOnly #(.and(#accesses))*.is_read_only());
+                            #arm
+                        }
+                    });
+                    out.scans += 1;
+                }
+                out.sql.extend(own.sql);
+                out.known_verdicts.extend(own.known_verdicts);
+                out.scans += own.scans;
+            }
         }
     }
 
@@ -1028,7 +1107,10 @@ impl Finder<'_> {
             _ => return None,
         };
         let init = local.init.as_mut()?;
-        if init.diverge.is_some() || !self.bindings.unique(&ident) || !statement_like(&init.expr) {
+        if init.diverge.is_some()
+            || !self.bindings.unique(&ident)
+            || !(statement_like(&init.expr) || chosen(&init.expr))
+        {
             return None;
         }
         if matches!(&*init.expr, Expr::Path(_)) {
@@ -1039,21 +1121,22 @@ impl Finder<'_> {
         let slot = self.fresh_slot(&name);
         let mut statements = Statements::default();
         self.statement(&mut init.expr, Some(&slot), &mut statements);
-        let mut sql = match statements.sql.as_slice() {
-            [sql] => sql.clone(),
-            _ => Sql::Unseen,
-        };
         let private = self.names.private.clone();
         let mut before: Vec<Stmt> = Vec::new();
         let mut after: Vec<Stmt> = Vec::new();
         let mut verdicts = statements.known_verdicts;
-        if let Sql::Const(expr, handed) = sql {
-            // Judged here, before the binding and in its scope, where the name in `expr`
-            // means what it means to `prepare`; the statement may run where it does not.
-            let verdict = self.fresh_slot(&format!("{name}_judged"));
-            let access = const_access(&private, &expr, handed);
-            before.push(syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;});
-            sql = Sql::Bound(expr, verdict);
+        // One SQL text, or one per arm of an `if` or a `match` (see `alternatives`).
+        let mut sql = statements.sql;
+        for sql in &mut sql {
+            if let Sql::Const(expr, handed) = sql {
+                // Judged here, before the binding and in its scope, where the name in
+                // `expr` means what it means to `prepare`; the statement may run where it
+                // does not.
+                let verdict = self.fresh_slot(&format!("{name}_judged"));
+                let access = const_access(&private, expr, *handed);
+                before.push(syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;});
+                *sql = Sql::Bound(expr.clone(), verdict);
+            }
         }
         for (check, probe) in statements.checks {
             before.push(syn::parse_quote!(let #check = #probe;));
@@ -1267,6 +1350,14 @@ impl Finder<'_> {
             return;
         }
         self.visit_expr_mut(element);
+    }
+}
+
+/// The value of a block that has nothing but its value (`{ db.prepare(A) }`).
+fn only_tail(block: &mut Block) -> Option<&mut Expr> {
+    match block.stmts.as_mut_slice() {
+        [Stmt::Expr(value, None)] => Some(value),
+        _ => None,
     }
 }
 
@@ -1498,12 +1589,13 @@ fn is_place(expr: &Expr) -> bool {
 }
 
 /// An expression that may be a statement: a variable, a field, or a `prepare(..)`,
-/// `.bind(..)`, `query!(..)` chain.
+/// `.bind(..)`, `query!(..)` chain, or a borrow of one.
 fn statement_like(expr: &Expr) -> bool {
     match expr {
         Expr::Paren(inner) => statement_like(&inner.expr),
         Expr::Group(inner) => statement_like(&inner.expr),
         Expr::Try(inner) => statement_like(&inner.expr),
+        Expr::Reference(inner) => statement_like(&inner.expr),
         Expr::MethodCall(call) => {
             matches!(
                 call.method.to_string().as_str(),
@@ -1518,6 +1610,31 @@ fn statement_like(expr: &Expr) -> bool {
             .last()
             .is_some_and(|s| s.ident == "query"),
         other => is_place(other),
+    }
+}
+
+/// An `if`/`else`, a `match` or a block whose value may be a statement chosen by it
+/// ([`Finder::alternatives`]): one of its arms is [`statement_like`].
+fn chosen(expr: &Expr) -> bool {
+    let tail = |block: &Block| match block.stmts.as_slice() {
+        [Stmt::Expr(value, None)] => statement_like(value) || chosen(value),
+        _ => false,
+    };
+    match expr {
+        Expr::If(branch) => {
+            tail(&branch.then_branch)
+                || branch
+                    .else_branch
+                    .as_ref()
+                    .is_some_and(|(_, otherwise)| statement_like(otherwise) || chosen(otherwise))
+        }
+        Expr::Match(choice) => choice
+            .arms
+            .iter()
+            .any(|arm| statement_like(&arm.body) || chosen(&arm.body)),
+        Expr::Block(block) => tail(&block.block),
+        Expr::Paren(inner) => chosen(&inner.expr),
+        _ => false,
     }
 }
 
@@ -1902,6 +2019,95 @@ mod tests {
                 "run retried read",
             ]
         );
+    }
+
+    /// A statement chosen by `if`/`else` or `match` is judged by every arm: read-only only
+    /// if each arm's SQL is; an arm that leaves makes none, and an `if` without `else`, a
+    /// labelled block or an arm with statements before its value is out of sight. Each
+    /// arm's receiver is probed in the arm, where its pattern's names are in scope, and
+    /// recorded into the slot: nothing is hoisted before the `let`.
+    #[test]
+    fn a_statement_chosen_by_its_arms_is_judged_by_all_of_them() {
+        let run = |choose: &str| {
+            let body = format!("{{ let stmt = {choose}; stmt.run().await?; }}");
+            let (lines, code) = found_in(&body, Mode::PerCall, &[]);
+            (lines.join(", "), code)
+        };
+        for (choose, verdict) in [
+            (
+                r#"if a { db.prepare("SELECT 1") } else { db.prepare("SELECT 2") }"#,
+                "read+read",
+            ),
+            (
+                r#"if a { db.prepare("SELECT 1") } else { db.prepare("DELETE FROM t") }"#,
+                "read+write",
+            ),
+            (
+                r#"if a { db.prepare("INSERT INTO t VALUES (1)") } else { db.prepare("SELECT 2") }"#,
+                "write+read",
+            ),
+            (
+                r#"if a { db.prepare("SELECT 1") } else if b { db.prepare("SELECT 2").bind(&[x])? } else { return Ok(()) }"#,
+                "read+read",
+            ),
+            (
+                r#"match kind { Kind::A => db.prepare("SELECT 1"), Kind::B { db } => { db.prepare("SELECT 2") } _ => continue }"#,
+                "read+read",
+            ),
+            (r#"{ db.prepare("SELECT 1") }"#, "read"),
+            (
+                r#"match a { A => &db.prepare("SELECT 1"), _ => &db.prepare("SELECT 2") }"#,
+                "read+read",
+            ),
+            (
+                r#"if a { db.prepare("SELECT 1") } else { db.prepare(sql) }"#,
+                "read+dynamic",
+            ),
+            (
+                r#"if a { db.prepare("SELECT 1") } else { other }"#,
+                "read+unseen",
+            ),
+            (r#"match a { _ => return Ok(()) }"#, "unseen"),
+            (
+                r#"if a { let db = &x; db.prepare("SELECT 1") } else { db.prepare("SELECT 2") }"#,
+                "unseen+read",
+            ),
+            (r#"'found: { db.prepare("SELECT 1") }"#, "unseen"),
+            (
+                r#"match a { Some(s) => break s, None => db.prepare("SELECT 1") }"#,
+                "unseen+read",
+            ),
+        ] {
+            let (lines, code) = run(choose);
+            assert_eq!(lines, format!("run retried {verdict}"), "{choose}");
+            // Probed in the arms, after the `let` begins: no probe is hoisted before it.
+            let before_let = &code[..code.find("let stmt").unwrap()];
+            assert!(!before_let.contains("d1_site"), "{choose}: {code}");
+        }
+        // Each arm records its receiver's verdict into the statement's slot.
+        let (_, code) =
+            run(r#"if a { db.prepare("SELECT 1") } else { self.db.prepare("SELECT 2") }"#);
+        assert_eq!(code.matches(". record (").count(), 2, "{code}");
+        assert_eq!(code.matches("prepare_access").count(), 2, "{code}");
+        // A borrowed statement is followed, its receiver probed before the `let` as usual.
+        let (lines, code) = run(r#"&db.prepare("SELECT 1")"#);
+        assert_eq!(lines, "run retried read");
+        assert!(code.starts_with("{ let __d1_retry_sql_db"), "{code}");
+        // An `if` without `else` is no statement.
+        let (lines, _) = found_in(
+            r#"{ let stmt = if a { db.prepare("SELECT 1") }; stmt.run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        assert_eq!(lines, ["run retried unseen"]);
+        // The same arms as an execution's receiver.
+        let (lines, code) = found_in(
+            r#"{ (if a { db.prepare("SELECT 1") } else { db.prepare("SELECT 2") }).run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        assert_eq!(lines, ["run retried read+read"]);
+        assert_eq!(code.matches(". record (").count(), 2, "{code}");
     }
 
     /// A literal that may write is a write whatever prepares it: its receiver is not
