@@ -496,7 +496,8 @@ impl Finder<'_> {
     /// A statement chosen by `if`/`else` or `match` (`let stmt = if active { db.prepare(A)
     /// } else { db.prepare(B) };`), or made in a block: it is one of the arms', so every
     /// arm's SQL is judged, and the statement is read-only only if each is. An arm that
-    /// leaves (`return`, `continue`, `break` without a value) makes none. An `if` without
+    /// leaves (`return`, `continue`, `break` without a value, `panic!`, `unreachable!`,
+    /// `todo!`, `unimplemented!`) makes none. An `if` without
     /// `else`, a labelled block (a `break` may carry another value out of it) and an arm
     /// with statements before its value (which may bind the names it uses) are out of
     /// sight.
@@ -542,6 +543,7 @@ impl Finder<'_> {
             Expr::Block(_) => out.sql.push(Sql::Unseen),
             Expr::Return(_) | Expr::Continue(_) => {}
             Expr::Break(leave) if leave.expr.is_none() => {}
+            Expr::Macro(mac) if leaves(&mac.mac) => {}
             arm => {
                 let mut own = Statements::default();
                 self.statement(arm, Some(slot), &mut own);
@@ -1353,6 +1355,14 @@ impl Finder<'_> {
     }
 }
 
+/// std's macros that never return (`_ => unreachable!()`): an arm of theirs makes no
+/// statement.
+fn leaves(mac: &Macro) -> bool {
+    ["panic", "unreachable", "todo", "unimplemented"]
+        .iter()
+        .any(|name| mac.path.is_ident(name))
+}
+
 /// The value of a block that has nothing but its value (`{ db.prepare(A) }`).
 fn only_tail(block: &mut Block) -> Option<&mut Expr> {
     match block.stmts.as_mut_slice() {
@@ -2068,6 +2078,14 @@ mod tests {
                 "read+unseen",
             ),
             (r#"match a { _ => return Ok(()) }"#, "unseen"),
+            (
+                r#"match a { A => db.prepare("SELECT 1"), _ => unreachable!("no {a}") }"#,
+                "read",
+            ),
+            (
+                r#"match a { A => db.prepare("SELECT 1"), _ => my::unreachable!() }"#,
+                "read+unseen",
+            ),
             (
                 r#"if a { let db = &x; db.prepare("SELECT 1") } else { db.prepare("SELECT 2") }"#,
                 "unseen+read",
