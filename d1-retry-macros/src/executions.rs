@@ -2066,6 +2066,10 @@ mod tests {
             ),
             (r#"{ db.prepare("SELECT 1") }"#, "read"),
             (
+                r#"(if a { db.prepare("SELECT 1") } else { break })"#,
+                "read",
+            ),
+            (
                 r#"match a { A => &db.prepare("SELECT 1"), _ => &db.prepare("SELECT 2") }"#,
                 "read+read",
             ),
