@@ -87,6 +87,15 @@ const KINDS = [
     value: [{ id: 1, user_id: 1, item: "seed", quantity: 1 }],
   },
   {
+    // The other arm of the `match` that chooses `user_orders`'s statement.
+    name: "read chosen by match, all() (#[d1_retry])",
+    send: () => call("GET", "/users/1/orders?item=seed"),
+    op: "all",
+    access: "read_only",
+    operation: "Shop::user_orders",
+    value: [{ id: 1, user_id: 1, item: "seed", quantity: 1 }],
+  },
+  {
     name: "single write (#[d1_retry])",
     send: () => call("POST", "/users/1/orders", TEA),
     op: "run",

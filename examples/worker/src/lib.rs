@@ -44,8 +44,18 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             };
             reply(shop(&ctx)?.save_user(&user).await)
         })
-        .get_async("/users/:id/orders", |_, ctx| async move {
-            reply(shop(&ctx)?.user_orders(id(&ctx, "id")?).await)
+        .get_async("/users/:id/orders", |req, ctx| async move {
+            // `?item=lamp`: only that item's orders.
+            let item = req
+                .url()?
+                .query_pairs()
+                .find(|(key, _)| key == "item")
+                .map(|(_, value)| value.into_owned());
+            reply(
+                shop(&ctx)?
+                    .user_orders(id(&ctx, "id")?, item.as_deref())
+                    .await,
+            )
         })
         .post_async("/users/:id/orders", |mut req, ctx| async move {
             let order: NewOrder = req.json().await?;

@@ -72,23 +72,34 @@ impl Shop {
             .await
     }
 
-    /// A read through `all()`, whose failures arrive as `Error::UnknownJsError`. Its SQL
-    /// runs over several lines, comment included: D1 sends a prepared statement to SQLite
-    /// whole, so it is a read (`is_read_only_prepared`), retried after any transient failure.
+    /// A read through `all()`, whose failures arrive as `Error::UnknownJsError`: a user's
+    /// orders, or only those of one item. The statement is chosen by `match`, and
+    /// `#[d1_retry]` judges it by every arm: both read, so it is a read whichever arm ran,
+    /// retried after any transient failure (an arm that wrote would make it a write). The
+    /// first arm's SQL runs over several lines, comment included: D1 sends a prepared
+    /// statement to SQLite whole, so it is a read too (`is_read_only_prepared`).
     #[d1_retry(policy = POLICY)]
-    pub async fn user_orders(&self, user_id: i64) -> Result<Vec<Order>> {
-        self.db
-            .prepare(
-                "SELECT id, user_id, item, quantity
-                   FROM orders /* a user's orders, in the order
-                                  they were placed */
-                  WHERE user_id = ?1
-                  ORDER BY id",
-            )
-            .bind(&[number(user_id)])?
-            .all()
-            .await?
-            .results()
+    pub async fn user_orders(&self, user_id: i64, item: Option<&str>) -> Result<Vec<Order>> {
+        let orders = match item {
+            None => self
+                .db
+                .prepare(
+                    "SELECT id, user_id, item, quantity
+                       FROM orders /* a user's orders, in the order
+                                      they were placed */
+                      WHERE user_id = ?1
+                      ORDER BY id",
+                )
+                .bind(&[number(user_id)])?,
+            Some(item) => self
+                .db
+                .prepare(
+                    "SELECT id, user_id, item, quantity FROM orders \
+                     WHERE user_id = ?1 AND item = ?2 ORDER BY id",
+                )
+                .bind(&[number(user_id), item.into()])?,
+        };
+        orders.all().await?.results()
     }
 
     /// A read with the default schedule (about 200, 400, 800, 1600 ms).
