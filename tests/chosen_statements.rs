@@ -43,6 +43,14 @@ impl Archive {
     }
 }
 
+/// A macro of the project's, named like std's `todo!`, that prepares a write: an arm that
+/// calls it makes a statement the attribute cannot see.
+macro_rules! todo {
+    ($db:expr) => {
+        $db.prepare("INSERT INTO orders (item) VALUES ('chosen')")
+    };
+}
+
 struct Repo {
     db: D1Database,
     archive: Option<Archive>,
@@ -151,6 +159,20 @@ impl Repo {
             total += found?.map_or(0, |count| count.n);
         }
         Ok(total)
+    }
+
+    /// A read, or a statement out of sight (the project's `todo!`, an insert): the latter
+    /// makes it a write when its arm runs, recorded there; an arm that leaves by `Err(..)?`
+    /// makes none.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn read_or_out_of_sight(&self, filter: Filter) -> Result<(), Error> {
+        let stmt = match filter {
+            Filter::All => self.db.prepare(COUNT_ALL),
+            Filter::Item => todo!(self.db),
+            Filter::Nothing => Err("nothing to run")?,
+        };
+        stmt.run().await?;
+        Ok(())
     }
 
     /// An arm whose pattern binds `db` to the project's own builder, beside a `db` that is
@@ -273,6 +295,26 @@ async fn a_chosen_statement_reaches_every_async_block() {
         assert_eq!(repo.joined(filter, 3).await.unwrap(), 3, "{filter:?}");
         assert_eq!(repo.db.calls().len(), 4, "{filter:?}: one run made twice");
     }
+}
+
+/// An arm out of sight makes the statement a write only when it runs: the insert of the
+/// project's `todo!` lands once, and the read of the other arm is still made again.
+#[tokio::test(start_paused = true)]
+async fn an_arm_out_of_sight_is_a_write_when_it_runs() {
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, INSERT);
+    assert!(repo.read_or_out_of_sight(Filter::Item).await.is_err());
+    assert_eq!(repo.db.calls().len(), 1, "made once");
+    assert_eq!(rows(&repo, "orders"), 2, "the insert landed once");
+
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, COUNT_ALL);
+    repo.read_or_out_of_sight(Filter::All).await.unwrap();
+    assert_eq!(repo.db.calls().len(), 2, "the read was made again");
+
+    let repo = seeded(false);
+    assert!(repo.read_or_out_of_sight(Filter::Nothing).await.is_err());
+    assert!(repo.db.calls().is_empty());
 }
 
 /// The builder an arm's pattern binds is probed in the arm: its archive, judged by the

@@ -293,7 +293,9 @@ async fn find_user_reads_through_every_transient_failure() {
 /// across two included.
 #[tokio::test(start_paused = true)]
 async fn user_orders_reads_through_every_transient_failure() {
-    let arms: [(Option<&str>, &str, &[(i64, i64, &str, i64)]); 2] = [
+    // Each arm: the item filter, a fragment of its SQL, the rows it reads.
+    type Row = (i64, i64, &'static str, i64);
+    let arms: [(Option<&str>, &str, &[Row]); 2] = [
         (
             None,
             "FROM orders /* a user's orders, in the order\n",

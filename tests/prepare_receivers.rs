@@ -61,6 +61,37 @@ macro_rules! query {
     };
 }
 
+/// A type of the project's named `D1Database`, whose associated `prepare` archives: a
+/// path `D1Database::prepare` names this type's function, whatever its argument is.
+mod own {
+    pub struct D1Database;
+
+    impl D1Database {
+        pub fn prepare(
+            db: &d1_retry::testing::D1Database,
+            select: &str,
+        ) -> d1_retry::testing::D1PreparedStatement {
+            super::prepare(db, select)
+        }
+    }
+}
+
+/// A query type of the project's: it shows the `SELECT` it holds through `AsRef<str>`, and
+/// converts into the `INSERT` that archives the rows it selects.
+struct Archiving(&'static str);
+
+impl AsRef<str> for Archiving {
+    fn as_ref(&self) -> &str {
+        self.0
+    }
+}
+
+impl From<Archiving> for String {
+    fn from(query: Archiving) -> String {
+        format!("INSERT INTO archive (item) {}", query.0)
+    }
+}
+
 /// A query named by an enum, which `prepare` takes through `Into<String>`.
 enum Query {
     CountOrders,
@@ -168,6 +199,25 @@ impl Repo {
     #[d1_retry(policy = NO_BUDGET)]
     async fn own_module_function(&self) -> Result<(), Error> {
         archive::prepare(&self.db, "SELECT item FROM orders")
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_type_named_d1_database(&self) -> Result<(), Error> {
+        own::D1Database::prepare(&self.db, "SELECT item FROM orders")
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    /// D1's `prepare`, handed a query type of the project's: the text it converts to is
+    /// not the one it shows, so it is not read.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_query_type(&self) -> Result<(), Error> {
+        self.db
+            .prepare(Archiving("SELECT item FROM orders"))
             .run()
             .await?;
         Ok(())
@@ -302,8 +352,12 @@ type Method<T> =
 /// caller gets D1's error. Judged by the `SELECT` handed to it, it ran twice.
 #[tokio::test(start_paused = true)]
 async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
-    let methods: [(&str, Method<()>); 7] = [
+    let methods: [(&str, Method<()>); 9] = [
         ("method", |r| Box::pin(r.own_method())),
+        ("type named D1Database", |r| {
+            Box::pin(r.own_type_named_d1_database())
+        }),
+        ("query type, handed to D1", |r| Box::pin(r.own_query_type())),
         ("method, bound", |r| Box::pin(r.own_method_bound())),
         ("method on a value", |r| Box::pin(r.own_method_on_a_value())),
         ("method on a value, bound", |r| {

@@ -43,12 +43,15 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
 }
 
 fn line(execution: &Execution) -> String {
-    let what = execution
-        .sql
-        .iter()
-        .map(describe)
-        .collect::<Vec<_>>()
-        .join(", ");
+    // Each text once: the arms of an `if` that binds a statement again to itself
+    // (`if a { stmt.bind(..)? } else { stmt.clone() }`) each carry its SQL.
+    let mut described: Vec<String> = Vec::new();
+    for text in execution.sql.iter().map(describe) {
+        if !described.contains(&text) {
+            described.push(text);
+        }
+    }
+    let what = described.join(", ");
     let what = if what.is_empty() {
         String::new()
     } else {
@@ -179,6 +182,26 @@ mod tests {
         assert_eq!(
             describe(&Sql::Unseen),
             "SQL out of sight (counted as a write)"
+        );
+    }
+
+    /// A statement bound again to itself in two arms carries its SQL twice: named once.
+    #[test]
+    fn each_text_is_named_once() {
+        let read = |text: &str| {
+            crate::sql::judge(
+                &syn::parse_str(&format!("{text:?}")).unwrap(),
+                crate::sql::Handed::Prepare,
+            )
+        };
+        let execution = Execution {
+            method: "run".to_owned(),
+            sql: vec![read("SELECT 1"), read("SELECT 2"), read("SELECT 1")],
+            rewritten: true,
+        };
+        assert_eq!(
+            line(&execution),
+            "`run` `SELECT 1`, `SELECT 2` (read-only: retried after any transient failure)"
         );
     }
 

@@ -323,8 +323,35 @@ fn same_statement_again(local: &Local) -> bool {
         return false;
     }
     match &local.init {
-        Some(init) if init.diverge.is_none() => derived_from(&init.expr) == Some(&pat.ident),
+        Some(init) if init.diverge.is_none() => derived_in_every_arm(&init.expr, &pat.ident),
         _ => false,
+    }
+}
+
+/// Whether `expr` is derived from `name` ([`derived_from`]), or chooses among arms that
+/// each are or leave (`let stmt = if let Some(id) = id { stmt.bind(&[id])? } else {
+/// stmt.clone() };`).
+fn derived_in_every_arm(expr: &Expr, name: &Ident) -> bool {
+    let tail = |block: &Block| match block.stmts.as_slice() {
+        [Stmt::Expr(value, None)] => derived_in_every_arm(value, name),
+        _ => false,
+    };
+    match expr {
+        Expr::If(branch) => {
+            tail(&branch.then_branch)
+                && branch
+                    .else_branch
+                    .as_ref()
+                    .is_some_and(|(_, otherwise)| derived_in_every_arm(otherwise, name))
+        }
+        Expr::Match(choice) => choice
+            .arms
+            .iter()
+            .all(|arm| derived_in_every_arm(&arm.body, name)),
+        Expr::Block(block) if block.label.is_none() => tail(&block.block),
+        Expr::Return(_) | Expr::Continue(_) => true,
+        Expr::Break(leave) => leave.expr.is_none(),
+        _ => derived_from(expr).is_some_and(|from| from == name),
     }
 }
 
@@ -437,11 +464,13 @@ impl Finder<'_> {
                     out.sql.push(Sql::Unseen);
                 }
             }
-            // `D1Database::prepare(&db, sql)`: the SQL comes after the database.
+            // `D1Database::prepare(&db, sql)`: the SQL comes after the database. The function
+            // is the named type's, whatever `db` is, so the type is probed (a type of the
+            // user's named `D1Database` may prepare anything).
             Expr::Call(call) if is_d1_path(&call.func, "prepare") && call.args.len() == 2 => {
-                let mut args = call.args.iter_mut();
-                if let (Some(db), Some(sql)) = (args.next(), args.next())
-                    && (writes(sql) || self.database_check(db, slot, out))
+                let named = path_type(&call.func);
+                if let Some(sql) = call.args.iter_mut().nth(1)
+                    && (writes(sql) || named.is_some_and(|ty| self.type_check(ty, out)))
                 {
                     self.sql_argument(sql, Handed::Prepare, slot, out);
                 } else {
@@ -496,11 +525,11 @@ impl Finder<'_> {
     /// A statement chosen by `if`/`else` or `match` (`let stmt = if active { db.prepare(A)
     /// } else { db.prepare(B) };`), or made in a block: it is one of the arms', so every
     /// arm's SQL is judged, and the statement is read-only only if each is. An arm that
-    /// leaves (`return`, `continue`, `break` without a value, `panic!`, `unreachable!`,
-    /// `todo!`, `unimplemented!`) makes none. An `if` without
-    /// `else`, a labelled block (a `break` may carry another value out of it) and an arm
-    /// with statements before its value (which may bind the names it uses) are out of
-    /// sight.
+    /// leaves (`return`, `continue`, `break` without a value) makes none; one whose
+    /// statement is out of sight (a helper's, a macro's, a labelled block or a block with
+    /// statements before its value, which may bind the names it uses) makes the statement
+    /// a write when it runs, which is recorded into `slot`. An `if` without `else` is out
+    /// of sight.
     ///
     /// Each arm's `prepare` receivers are probed in the arm, right before its value, where
     /// the names the arm's pattern binds are in scope: hoisted before the `let`, a probe
@@ -513,7 +542,12 @@ impl Finder<'_> {
                 Some((_, otherwise)) => {
                     match only_tail(&mut branch.then_branch) {
                         Some(value) => self.arm(value, slot, out),
-                        None => out.sql.push(Sql::Unseen),
+                        None => {
+                            // Out of sight, as `written` makes an arm.
+                            let record = syn::parse_quote!(#slot.record(false););
+                            branch.then_branch.stmts.insert(0, record);
+                            out.scans += 1;
+                        }
                     }
                     self.arm(otherwise, slot, out);
                 }
@@ -533,20 +567,28 @@ impl Finder<'_> {
     }
 
     /// One arm of [`Finder::alternatives`]: a block's value, nothing if it leaves, or a
-    /// statement whose receivers are probed where it stands.
+    /// statement whose receivers are probed where it stands. An arm whose statement is out
+    /// of sight (a helper's, a macro's, a block with statements before its value) records a
+    /// write into `slot` before it is evaluated: if it leaves instead (`unreachable!()`,
+    /// `bail!(..)`, `Err(e)?`), no statement is made by this `let`, and the record is moot.
     fn arm(&mut self, arm: &mut Expr, slot: &Ident, out: &mut Statements) {
         match arm {
             Expr::Block(block) if block.label.is_none() => match only_tail(&mut block.block) {
                 Some(value) => self.arm(value, slot, out),
-                None => out.sql.push(Sql::Unseen),
+                None => self.written(arm, slot, out),
             },
-            Expr::Block(_) => out.sql.push(Sql::Unseen),
             Expr::Return(_) | Expr::Continue(_) => {}
             Expr::Break(leave) if leave.expr.is_none() => {}
-            Expr::Macro(mac) if leaves(&mac.mac) => {}
+            Expr::Block(_) | Expr::Break(_) => self.written(arm, slot, out),
             arm => {
                 let mut own = Statements::default();
                 self.statement(arm, Some(slot), &mut own);
+                out.scans += own.scans;
+                if own.sql.iter().any(|sql| matches!(sql, Sql::Unseen)) {
+                    // Its probes and verdicts do not matter: it is a write if it runs.
+                    self.written(arm, slot, out);
+                    return;
+                }
                 if !own.checks.is_empty() {
                     let private = &self.names.private;
                     let locals = own.checks.iter().map(|(local, _)| local);
@@ -564,9 +606,22 @@ impl Finder<'_> {
                 }
                 out.sql.extend(own.sql);
                 out.known_verdicts.extend(own.known_verdicts);
-                out.scans += own.scans;
             }
         }
+    }
+
+    /// An arm whose statement is out of sight: a write, recorded into `slot` where it
+    /// begins (see [`Finder::arm`]), before its value, so a temporary the value borrows is
+    /// still extended as the block's tail.
+    fn written(&mut self, arm: &mut Expr, slot: &Ident, out: &mut Statements) {
+        let span = arm.span();
+        *arm = Expr::Verbatim(quote_spanned! {span=>
+            {
+                #slot.record(false);
+                #arm
+            }
+        });
+        out.scans += 1;
     }
 
     /// Whether the SQL handed to a `prepare` on `db` (its receiver, or the first argument of
@@ -642,6 +697,24 @@ impl Finder<'_> {
             })
         });
         out.scans += 1;
+        true
+    }
+
+    /// Probes the type a `prepare` path names (`D1Database` in `D1Database::prepare`)
+    /// before the statement is made: only a [`D1Receiver`]'s is trusted, as with
+    /// [`Finder::database_check`]. Evaluates nothing.
+    ///
+    /// [`D1Receiver`]: https://docs.rs/d1-retry/latest/d1_retry/trait.D1Receiver.html
+    fn type_check(&mut self, ty: TokenStream, out: &mut Statements) -> bool {
+        let private = &self.names.private;
+        let site = Ident::new("__d1_retry_site", Span::mixed_site());
+        let check = quote_spanned! {ty.span()=>
+            {
+                let #site = (&&#private::Receiver::<#ty>::named()).d1_site();
+                #site
+            }
+        };
+        out.checks.push((self.fresh_slot("db"), check));
         true
     }
 
@@ -1355,14 +1428,6 @@ impl Finder<'_> {
     }
 }
 
-/// std's macros that never return (`_ => unreachable!()`): an arm of theirs makes no
-/// statement.
-fn leaves(mac: &Macro) -> bool {
-    ["panic", "unreachable", "todo", "unimplemented"]
-        .iter()
-        .any(|name| mac.path.is_ident(name))
-}
-
 /// The value of a block that has nothing but its value (`{ db.prepare(A) }`).
 fn only_tail(block: &mut Block) -> Option<&mut Expr> {
     match block.stmts.as_mut_slice() {
@@ -1555,6 +1620,23 @@ fn is_prepare_path(func: &Expr) -> bool {
 /// (`worker::D1Database::prepare`, `<D1Database>::exec`): a free `prepare(db, sql)`, a
 /// `module::exec` or a trait's `<D1Database as Mine>::prepare` may be the user's own, build
 /// any statement, or take something else than SQL (`Tasks::exec(&tasks, TIMEOUT_MS)`).
+/// The type a path to a function names, as written: `D1Database` in
+/// `worker::D1Database::prepare` (`worker::D1Database`), or `<D1Database>::prepare`.
+fn path_type(func: &Expr) -> Option<TokenStream> {
+    let Expr::Path(path) = func else {
+        return None;
+    };
+    if let Some(qself) = &path.qself {
+        return Some(qself.ty.to_token_stream());
+    }
+    let mut ty = path.path.clone();
+    ty.segments.pop()?;
+    // `pop` leaves the `::` that followed the type.
+    let last = ty.segments.pop()?.into_value();
+    ty.segments.push(last);
+    Some(ty.to_token_stream())
+}
+
 fn is_d1_path(func: &Expr, method: &str) -> bool {
     let Expr::Path(path) = func else {
         return false;
@@ -1599,13 +1681,14 @@ fn is_place(expr: &Expr) -> bool {
 }
 
 /// An expression that may be a statement: a variable, a field, or a `prepare(..)`,
-/// `.bind(..)`, `query!(..)` chain, or a borrow of one.
+/// `.bind(..)`, `query!(..)` chain, or a shared borrow of one.
 fn statement_like(expr: &Expr) -> bool {
     match expr {
         Expr::Paren(inner) => statement_like(&inner.expr),
         Expr::Group(inner) => statement_like(&inner.expr),
         Expr::Try(inner) => statement_like(&inner.expr),
-        Expr::Reference(inner) => statement_like(&inner.expr),
+        // Not `&mut`: the statement may be replaced through it (`*stmt = ..`, a helper).
+        Expr::Reference(inner) if inner.mutability.is_none() => statement_like(&inner.expr),
         Expr::MethodCall(call) => {
             matches!(
                 call.method.to_string().as_str(),
@@ -2077,10 +2160,7 @@ mod tests {
                 r#"if a { db.prepare("SELECT 1") } else { db.prepare(sql) }"#,
                 "read+dynamic",
             ),
-            (
-                r#"if a { db.prepare("SELECT 1") } else { other }"#,
-                "read+unseen",
-            ),
+            (r#"if a { db.prepare("SELECT 1") } else { other }"#, "read"),
             (r#"match a { _ => return Ok(()) }"#, "unseen"),
             (
                 r#"match a { A => db.prepare("SELECT 1"), _ => unreachable!("no {a}") }"#,
@@ -2088,16 +2168,21 @@ mod tests {
             ),
             (
                 r#"match a { A => db.prepare("SELECT 1"), _ => my::unreachable!() }"#,
-                "read+unseen",
+                "read",
             ),
             (
                 r#"if a { let db = &x; db.prepare("SELECT 1") } else { db.prepare("SELECT 2") }"#,
-                "unseen+read",
+                "read",
             ),
             (r#"'found: { db.prepare("SELECT 1") }"#, "unseen"),
+            (r#"&mut db.prepare("SELECT 1")"#, "unseen"),
+            (
+                r#"match a { A => &mut db.prepare("SELECT 1"), _ => &mut db.prepare("SELECT 2") }"#,
+                "unseen",
+            ),
             (
                 r#"match a { Some(s) => break s, None => db.prepare("SELECT 1") }"#,
-                "unseen+read",
+                "read",
             ),
         ] {
             let (lines, code) = run(choose);
@@ -2106,6 +2191,24 @@ mod tests {
             let before_let = &code[..code.find("let stmt").unwrap()];
             assert!(!before_let.contains("d1_site"), "{choose}: {code}");
         }
+        // An arm out of sight records a write into the slot before its value, one that
+        // leaves by `return` nothing; a statement with no other arm is out of sight.
+        for (choose, writes) in [
+            (r#"if a { db.prepare("SELECT 1") } else { helper() }"#, 1),
+            (
+                r#"match a { A => other, B => unreachable!(), _ => return Ok(()) }"#,
+                2,
+            ),
+            (
+                r#"match a { A => { let b = &x; b.prepare("SELECT 1") } B => db.prepare("SELECT 2"), _ => Err(e)? }"#,
+                2,
+            ),
+        ] {
+            let (_, code) = run(choose);
+            assert_eq!(code.matches(". record (false)").count(), writes, "{code}");
+        }
+        let (lines, _) = run(r#"if a { helper() } else { return Ok(()) }"#);
+        assert_eq!(lines, "run retried unseen");
         // Each arm records its receiver's verdict into the statement's slot.
         let (_, code) =
             run(r#"if a { db.prepare("SELECT 1") } else { self.db.prepare("SELECT 2") }"#);
@@ -2115,6 +2218,30 @@ mod tests {
         let (lines, code) = run(r#"&db.prepare("SELECT 1")"#);
         assert_eq!(lines, "run retried read");
         assert!(code.starts_with("{ let __d1_retry_sql_db"), "{code}");
+        // Bound again to itself in every arm, the name keeps its statement.
+        let (lines, _) = found_in(
+            r#"{
+                let stmt = db.prepare("SELECT 1");
+                let stmt = if let Some(id) = id { stmt.bind(&[id])? } else { stmt.clone() };
+                stmt.run().await?;
+                let other = db.prepare("SELECT 2");
+                let other = match id { Some(_) => other.clone(), None => return Ok(()) };
+                other.run().await?;
+                let last = db.prepare("SELECT 3");
+                let last = if a { last.clone() } else { db.prepare("DELETE FROM t") };
+                last.run().await?;
+            }"#,
+            Mode::PerCall,
+            &[],
+        );
+        assert_eq!(
+            lines,
+            [
+                "run retried read+read",
+                "run retried read",
+                "run retried unseen"
+            ]
+        );
         // An `if` without `else` is no statement.
         let (lines, _) = found_in(
             r#"{ let stmt = if a { db.prepare("SELECT 1") }; stmt.run().await?; }"#,
@@ -2375,12 +2502,32 @@ mod tests {
         // `&value`: probed where it is evaluated, not by a closure, which would return a
         // reference to a temporary.
         let (_, code) = found_in(
-            r#"{ D1Database::prepare(&make_db(), "SELECT 1").run().await?; }"#,
+            r#"{ (&make_db()).prepare("SELECT 1").run().await?; }"#,
             Mode::PerCall,
             &[],
         );
         assert!(!code.contains("probed"), "{code}");
         assert!(code.contains(". record ("), "{code}");
+
+        // A path's function is its type's, whatever the argument is: the type named is
+        // probed (one of the user's named `D1Database` is not trusted), the argument not.
+        for (path, ty) in [
+            ("D1Database::prepare", "D1Database"),
+            ("worker::D1Database::prepare", "worker::D1Database"),
+            (
+                "::worker::D1DatabaseSession::prepare",
+                "::worker::D1DatabaseSession",
+            ),
+            ("<D1Database>::prepare", "D1Database"),
+        ] {
+            let body = format!(r#"{{ {path}(&make_db(), "SELECT 1").run().await?; }}"#);
+            let (lines, code) = found_in(&body, Mode::PerCall, &[]);
+            assert_eq!(lines, ["run retried read"], "{code}");
+            let probe = format!("(&&::d1_retry::__private::Receiver::<{ty}>::named()).d1_site()");
+            assert!(flat(&code).contains(&flat(&probe)), "{probe}: {code}");
+            assert!(!code.contains("make_db ())"), "{code}");
+            assert!(!code.contains(". record ("), "{code}");
+        }
     }
 
     /// A `let` under `#[cfg]` keeps its declarations under the same `#[cfg]`: they name

@@ -82,6 +82,13 @@ impl<R: ?Sized> Receiver<R> {
     pub fn of(_receiver: &R) -> Self {
         Receiver(PhantomData)
     }
+
+    /// Probes the type `R` itself: the type a path such as `D1Database::prepare` names,
+    /// whose function is called whatever the argument's type.
+    #[inline(always)]
+    pub fn named() -> Self {
+        Receiver(PhantomData)
+    }
 }
 
 /// The site a receiver's probe picks, from a closure that probes it and is never called:
@@ -332,21 +339,87 @@ impl SqlSlot {
 /// SQL on its way to `prepare`, probed for text it can scan.
 pub struct SqlProbe<'s, Q: ?Sized>(pub &'s Q);
 
-/// Picked for SQL that is text (`&str`, `String`, `Cow<str>`, ...).
+/// Picked for SQL that is std's text (`&str`, `String`, `Cow<str>`, `Box<str>`, `Rc<str>`,
+/// `Arc<str>`, and borrows of them).
 pub trait ViaSqlText {
     /// The SQL's text.
     fn d1_text(&self) -> Option<&str>;
 }
 
-impl<Q: AsRef<str> + ?Sized> ViaSqlText for &SqlProbe<'_, Q> {
+impl<Q: Text + ?Sized> ViaSqlText for &SqlProbe<'_, Q> {
     #[inline]
     fn d1_text(&self) -> Option<&str> {
-        Some(self.0.as_ref())
+        Some(self.0.text())
     }
 }
 
-/// Picked for anything else handed to `prepare` (`Into<String>` without `AsRef<str>`): it
-/// cannot be read, so it counts as a write.
+/// std's text types: what `prepare` makes of them through `Into<String>` (or `exec` through
+/// `&str`) is the text they show. A type of the user's may show one text through
+/// `AsRef<str>` and convert to another (a query type that renders an `INSERT` around the
+/// `SELECT` it holds), so it is not read: it counts as a write.
+pub trait Text {
+    /// The text, as `prepare` and `exec` receive it.
+    fn text(&self) -> &str;
+}
+
+impl Text for str {
+    #[inline]
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl Text for String {
+    #[inline]
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl Text for std::borrow::Cow<'_, str> {
+    #[inline]
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl Text for Box<str> {
+    #[inline]
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl Text for Rc<str> {
+    #[inline]
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl Text for Arc<str> {
+    #[inline]
+    fn text(&self) -> &str {
+        self
+    }
+}
+
+impl<T: Text + ?Sized> Text for &T {
+    #[inline]
+    fn text(&self) -> &str {
+        T::text(self)
+    }
+}
+
+impl<T: Text + ?Sized> Text for &mut T {
+    #[inline]
+    fn text(&self) -> &str {
+        T::text(self)
+    }
+}
+
+/// Picked for anything else handed to `prepare` (an enum or a query type of the user's,
+/// converted `Into<String>`): it is not read, so it counts as a write.
 pub trait ViaSqlOther {
     /// No text to read.
     fn d1_text(&self) -> Option<&str>;

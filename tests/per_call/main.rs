@@ -317,6 +317,32 @@ async fn a_raw_name_is_its_plain_name() {
     }
 }
 
+/// `let stmt = &mut <read>;` may become a write through the borrow (`*stmt = ..`, a
+/// helper, `mem::swap`): not followed, it counts as a write, and the insert that replaced
+/// the read runs once.
+#[tokio::test(start_paused = true)]
+async fn a_statement_borrowed_mutably_is_not_followed() {
+    let db = lost_once_after_running(INSERT);
+    assert!(
+        repo(&db)
+            .replaced_through_a_borrow("m", true)
+            .await
+            .is_err()
+    );
+    assert_eq!(calls_with(&db, INSERT), 1);
+    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+
+    // The read it may stay is a write too: made once.
+    let db = lost_once_after_running("WHERE item");
+    assert!(
+        repo(&db)
+            .replaced_through_a_borrow("m", false)
+            .await
+            .is_err()
+    );
+    assert_eq!(calls_with(&db, "WHERE item"), 1);
+}
+
 /// `let stmt = stmt.bind(..)?;` keeps the statement's SQL: the read that failed after it
 /// ran is made again, the write that did is handed back (one row).
 #[tokio::test(start_paused = true)]

@@ -287,6 +287,24 @@ impl Repo {
         Ok(())
     }
 
+    /// A statement borrowed mutably, then replaced through the borrow by a write: the
+    /// name is not followed (it is the write that runs), whether `write` replaced it or not.
+    #[d1_retry(policy = NO_BUDGET)]
+    pub async fn replaced_through_a_borrow(&self, item: &str, write: bool) -> Result<(), Error> {
+        let stmt = &mut self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders WHERE item = ?1")
+            .bind(&[item.into()])?;
+        if write {
+            *stmt = self
+                .db
+                .prepare("INSERT INTO orders (item) VALUES (?1)")
+                .bind(&[item.into()])?;
+        }
+        stmt.run().await?;
+        Ok(())
+    }
+
     /// The same the other way round: a read as `stmt`, a write as `r#stmt`, run as `stmt`.
     #[d1_retry(policy = NO_BUDGET)]
     pub async fn plain_name_shadowed(&self, item: &str) -> Result<(), Error> {
