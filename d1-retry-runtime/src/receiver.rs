@@ -540,4 +540,46 @@ mod tests {
         exec.scan((&&SqlProbe(&commented)).d1_text());
         assert_eq!(exec.access(), Access::Write);
     }
+
+    /// std's text types are read as the text they hold, borrowed or not; a type of the
+    /// user's is not, though it shows text through `AsRef<str>`: it may convert into
+    /// another.
+    #[test]
+    fn only_std_text_is_read() {
+        use std::borrow::Cow;
+        macro_rules! text {
+            ($sql:expr) => {{
+                #[allow(unused_imports)]
+                use super::{ViaSqlOther as _, ViaSqlText as _};
+                (&&SqlProbe(&$sql)).d1_text().map(str::to_owned)
+            }};
+        }
+        let sql = "SELECT 7";
+        let owned = String::from(sql);
+        let texts = [
+            text!(sql),
+            text!(*sql),
+            text!(owned.clone()),
+            text!(&owned),
+            text!(&mut owned.clone()),
+            text!(Cow::<str>::Borrowed(sql)),
+            text!(Cow::<str>::Owned(owned.clone())),
+            text!(Box::<str>::from(sql)),
+            text!(Rc::<str>::from(sql)),
+            text!(Arc::<str>::from(sql)),
+            text!(&&Arc::<str>::from(sql)),
+        ];
+        for (index, text) in texts.iter().enumerate() {
+            assert_eq!(text.as_deref(), Some(sql), "text {index}");
+        }
+
+        struct Shown(&'static str);
+        impl AsRef<str> for Shown {
+            fn as_ref(&self) -> &str {
+                self.0
+            }
+        }
+        assert_eq!(text!(Shown(sql)), None);
+        assert_eq!(text!(&Shown(sql)), None);
+    }
 }
