@@ -175,6 +175,34 @@ impl Repo {
         Ok(())
     }
 
+    /// An `if` whose first arm has a statement before its value: out of sight, a write
+    /// when it runs; the other arm is a read.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn with_a_block_arm(&self, item: Option<&str>) -> Result<Option<Count>, Error> {
+        let stmt = if let Some(item) = item {
+            let params = [item.into()];
+            self.db.prepare(COUNT_ITEM).bind(&params)?
+        } else {
+            self.db.prepare(COUNT_ALL)
+        };
+        stmt.first(None).await
+    }
+
+    /// The same beside a literal write, which is judged without a probe: the block arm
+    /// alone records.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn block_arm_or_write(&self, item: Option<&str>) -> Result<(), Error> {
+        let stmt = if let Some(item) = item {
+            let params = [item.into()];
+            self.db.prepare(COUNT_ITEM).bind(&params)?
+        } else {
+            self.db
+                .prepare("INSERT INTO orders (item) VALUES ('chosen')")
+        };
+        stmt.run().await?;
+        Ok(())
+    }
+
     /// An arm whose pattern binds `db` to the project's own builder, beside a `db` that is
     /// D1's: the arm's `prepare` is the builder's, whatever the outer `db` is, so its
     /// archive is out of sight and lands once.
@@ -315,6 +343,27 @@ async fn an_arm_out_of_sight_is_a_write_when_it_runs() {
     let repo = seeded(false);
     assert!(repo.read_or_out_of_sight(Filter::Nothing).await.is_err());
     assert!(repo.db.calls().is_empty());
+
+    // An arm with a statement before its value, the first of an `if`.
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, COUNT_ITEM);
+    assert!(repo.with_a_block_arm(Some("tea")).await.is_err());
+    assert_eq!(repo.db.calls().len(), 1, "out of sight: made once");
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, COUNT_ITEM);
+    assert!(repo.block_arm_or_write(Some("tea")).await.is_err());
+    assert_eq!(repo.db.calls().len(), 1, "out of sight: made once");
+    lose_once_after_running(&repo.db, INSERT);
+    assert!(repo.block_arm_or_write(None).await.is_err());
+    assert_eq!(rows(&repo, "orders"), 2, "the insert landed once");
+
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, COUNT_ALL);
+    assert_eq!(
+        repo.with_a_block_arm(None).await.unwrap(),
+        Some(Count { n: 1 })
+    );
+    assert_eq!(repo.db.calls().len(), 2, "the read was made again");
 }
 
 /// The builder an arm's pattern binds is probed in the arm: its archive, judged by the

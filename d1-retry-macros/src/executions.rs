@@ -349,8 +349,7 @@ fn derived_in_every_arm(expr: &Expr, name: &Ident) -> bool {
             .iter()
             .all(|arm| derived_in_every_arm(&arm.body, name)),
         Expr::Block(block) if block.label.is_none() => tail(&block.block),
-        Expr::Return(_) | Expr::Continue(_) => true,
-        Expr::Break(leave) => leave.expr.is_none(),
+        Expr::Return(_) | Expr::Continue(_) | Expr::Break(_) => true,
         _ => derived_from(expr).is_some_and(|from| from == name),
     }
 }
@@ -525,7 +524,7 @@ impl Finder<'_> {
     /// A statement chosen by `if`/`else` or `match` (`let stmt = if active { db.prepare(A)
     /// } else { db.prepare(B) };`), or made in a block: it is one of the arms', so every
     /// arm's SQL is judged, and the statement is read-only only if each is. An arm that
-    /// leaves (`return`, `continue`, `break` without a value) makes none; one whose
+    /// leaves (`return`, `continue`, `break`) makes none; one whose
     /// statement is out of sight (a helper's, a macro's, a labelled block or a block with
     /// statements before its value, which may bind the names it uses) makes the statement
     /// a write when it runs, which is recorded into `slot`. An `if` without `else` is out
@@ -577,9 +576,10 @@ impl Finder<'_> {
                 Some(value) => self.arm(value, slot, out),
                 None => self.written(arm, slot, out),
             },
-            Expr::Return(_) | Expr::Continue(_) => {}
-            Expr::Break(leave) if leave.expr.is_none() => {}
-            Expr::Block(_) | Expr::Break(_) => self.written(arm, slot, out),
+            // A `break`, with a value or not, leaves the `let`: no loop or labelled block
+            // lies between it and the arms followed here.
+            Expr::Return(_) | Expr::Continue(_) | Expr::Break(_) => {}
+            Expr::Block(_) => self.written(arm, slot, out),
             arm => {
                 let mut own = Statements::default();
                 self.statement(arm, Some(slot), &mut own);
@@ -2225,7 +2225,7 @@ mod tests {
                 let stmt = if let Some(id) = id { stmt.bind(&[id])? } else { stmt.clone() };
                 stmt.run().await?;
                 let other = db.prepare("SELECT 2");
-                let other = match id { Some(_) => other.clone(), None => return Ok(()) };
+                let other = match id { Some(_) => other.clone(), None => break };
                 other.run().await?;
                 let last = db.prepare("SELECT 3");
                 let last = if a { last.clone() } else { db.prepare("DELETE FROM t") };
@@ -2242,6 +2242,13 @@ mod tests {
                 "run retried unseen"
             ]
         );
+        // A labelled block may `break` another statement out: it binds the name again.
+        let (lines, _) = found_in(
+            r#"{ let s = db.prepare("SELECT 1"); let s = 'a: { s.clone() }; s.run().await?; }"#,
+            Mode::PerCall,
+            &[],
+        );
+        assert_eq!(lines, ["run retried unseen"]);
         // An `if` without `else` is no statement.
         let (lines, _) = found_in(
             r#"{ let stmt = if a { db.prepare("SELECT 1") }; stmt.run().await?; }"#,
