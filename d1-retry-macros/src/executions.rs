@@ -332,25 +332,35 @@ fn same_statement_again(local: &Local) -> bool {
 /// each are or leave (`let stmt = if let Some(id) = id { stmt.bind(&[id])? } else {
 /// stmt.clone() };`).
 fn derived_in_every_arm(expr: &Expr, name: &Ident) -> bool {
-    let tail = |block: &Block| match block.stmts.as_slice() {
-        [Stmt::Expr(value, None)] => derived_in_every_arm(value, name),
-        _ => false,
-    };
+    match expr {
+        Expr::Return(_) | Expr::Continue(_) | Expr::Break(_) => true,
+        _ => match arm_values(expr) {
+            Some(arms) => arms
+                .into_iter()
+                .all(|value| value.is_some_and(|value| derived_in_every_arm(value, name))),
+            None => derived_from(expr).is_some_and(|from| from == name),
+        },
+    }
+}
+
+/// The values an `if`/`else`, a `match` or an unlabelled block chooses among, one per arm:
+/// the arm's expression, or `None` for a block with statements before its value. `None`
+/// for any other expression (an `if` without `else` chooses no value).
+fn arm_values(expr: &Expr) -> Option<Vec<Option<&Expr>>> {
+    fn tail(block: &Block) -> Option<&Expr> {
+        match block.stmts.as_slice() {
+            [Stmt::Expr(value, None)] => Some(value),
+            _ => None,
+        }
+    }
     match expr {
         Expr::If(branch) => {
-            tail(&branch.then_branch)
-                && branch
-                    .else_branch
-                    .as_ref()
-                    .is_some_and(|(_, otherwise)| derived_in_every_arm(otherwise, name))
+            let (_, otherwise) = branch.else_branch.as_ref()?;
+            Some(vec![tail(&branch.then_branch), Some(&**otherwise)])
         }
-        Expr::Match(choice) => choice
-            .arms
-            .iter()
-            .all(|arm| derived_in_every_arm(&arm.body, name)),
-        Expr::Block(block) if block.label.is_none() => tail(&block.block),
-        Expr::Return(_) | Expr::Continue(_) | Expr::Break(_) => true,
-        _ => derived_from(expr).is_some_and(|from| from == name),
+        Expr::Match(choice) => Some(choice.arms.iter().map(|arm| Some(&*arm.body)).collect()),
+        Expr::Block(block) if block.label.is_none() => Some(vec![tail(&block.block)]),
+        _ => None,
     }
 }
 
@@ -1709,25 +1719,13 @@ fn statement_like(expr: &Expr) -> bool {
 /// An `if`/`else`, a `match` or a block whose value may be a statement chosen by it
 /// ([`Finder::alternatives`]): one of its arms is [`statement_like`].
 fn chosen(expr: &Expr) -> bool {
-    let tail = |block: &Block| match block.stmts.as_slice() {
-        [Stmt::Expr(value, None)] => statement_like(value) || chosen(value),
-        _ => false,
-    };
     match expr {
-        Expr::If(branch) => {
-            tail(&branch.then_branch)
-                || branch
-                    .else_branch
-                    .as_ref()
-                    .is_some_and(|(_, otherwise)| statement_like(otherwise) || chosen(otherwise))
-        }
-        Expr::Match(choice) => choice
-            .arms
-            .iter()
-            .any(|arm| statement_like(&arm.body) || chosen(&arm.body)),
-        Expr::Block(block) => tail(&block.block),
         Expr::Paren(inner) => chosen(&inner.expr),
-        _ => false,
+        _ => arm_values(expr).is_some_and(|arms| {
+            arms.into_iter()
+                .flatten()
+                .any(|value| statement_like(value) || chosen(value))
+        }),
     }
 }
 
