@@ -318,15 +318,7 @@ impl Repo {
 }
 
 fn seeded() -> Repo {
-    let db = D1Database::open_in_memory().unwrap();
-    db.with_connection(|c| {
-        c.execute_batch(
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
-             CREATE TABLE archive (item TEXT NOT NULL);
-             INSERT INTO orders (item) VALUES ('tea');",
-        )
-    })
-    .unwrap();
+    let db = test_support::orders_with_archive();
     Repo {
         archive: Archive { db: db.clone() },
         cell: RefCell::new(db.clone()),

@@ -1,6 +1,6 @@
 //! What the per-call tests do to the testing kit's database most often: fail a statement
-//! once after it ran (the first with some SQL, or one call among several), and read a
-//! number back from SQLite.
+//! once after it ran (the first with some SQL, or one call among several), read a number
+//! back from SQLite, and start from a table of orders with an empty archive.
 
 use d1_retry_runtime::testing::{D1Database, Fault, Message, Operation};
 
@@ -34,4 +34,24 @@ pub fn lose_call_after_running(db: &D1Database, operation: Operation, call: u64)
 pub fn count(db: &D1Database, sql: &str) -> i64 {
     db.with_connection(|c| c.query_row(sql, [], |row| row.get(0)))
         .unwrap_or_else(|error| panic!("{sql}: {error}"))
+}
+
+/// A database on SQLite with an `orders` table holding one order (`'tea'`) and an empty
+/// `archive` table: the tests of statements prepared by a receiver of the user's own
+/// archive the orders they select, and count what landed there.
+///
+/// # Panics
+///
+/// When SQLite cannot open an in-memory database.
+pub fn orders_with_archive() -> D1Database {
+    let db = D1Database::open_in_memory().unwrap_or_else(|error| panic!("{error}"));
+    db.with_connection(|c| {
+        c.execute_batch(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
+             CREATE TABLE archive (item TEXT NOT NULL);
+             INSERT INTO orders (item) VALUES ('tea');",
+        )
+    })
+    .unwrap_or_else(|error| panic!("{error}"));
+    db
 }
