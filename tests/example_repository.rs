@@ -365,6 +365,56 @@ async fn count_users_reads_through_every_transient_failure() {
     .await;
 }
 
+/// `order_count`'s statement is made by a helper, out of the attribute's sight: the SQL it
+/// holds is read when the call begins, a read, so it is made again after every transient
+/// failure, as a read whose SQL is in sight.
+#[tokio::test(start_paused = true)]
+async fn order_count_of_a_helper_s_statement_reads_through_every_transient_failure() {
+    let sql = "SELECT COUNT(*) AS n FROM orders WHERE user_id = ?1";
+    let orders_of_1 = seeded().1.iter().filter(|order| order.1 == 1).count() as i64;
+    let clean = drive(None, async |shop| shop.order_count(1).await).await;
+    assert_eq!(clean.result.unwrap(), orders_of_1);
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::First, Access::Read, sql, async |shop| {
+            shop.order_count(1).await
+        })
+        .await;
+        if retried {
+            assert_eq!(*run.result.as_ref().unwrap(), orders_of_1, "{case:?}");
+        } else {
+            assert_injected(&run.result, case);
+        }
+        assert_eq!(contents(&run.db), seeded(), "{case:?}");
+    }
+}
+
+/// `place_prepared_order`'s insert is made by a helper too: read when the call begins, it
+/// is a write, applied once after a failure that may have run it.
+#[tokio::test(start_paused = true)]
+async fn place_prepared_order_of_a_helper_s_statement_runs_once_whatever_fails() {
+    let sql = "INSERT INTO orders (user_id, item, quantity)";
+    let kettle = NewOrder {
+        item: "kettle".into(),
+        quantity: 1,
+    };
+    let kettles = |run: &Run<i64>| {
+        let (_, orders) = contents(&run.db);
+        orders.iter().filter(|order| order.2 == "kettle").count()
+    };
+    for case in cases() {
+        let (run, retried) = run_case(case, Operation::Run, Access::Write, sql, async |shop| {
+            shop.place_prepared_order(2, &kettle).await
+        })
+        .await;
+        if !retried {
+            assert_injected(&run.result, case);
+        }
+        let after = case.timing == Timing::AfterExecution;
+        let expected = usize::from(after) + usize::from(retried);
+        assert_eq!(kettles(&run), expected, "{case:?}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn create_user_runs_once_whatever_fails() {
     let sql = "INSERT INTO users (email, name)";

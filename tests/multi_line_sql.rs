@@ -139,10 +139,17 @@ impl Repo {
     }
 
     /// The project's own statement macro: the attribute cannot see the SQL inside it, so
-    /// the statement counts as a write, however many lines its SQL has.
+    /// the statement is judged by the SQL it holds when it runs, however many lines it has.
     #[d1_retry(policy = NO_BUDGET)]
     async fn own_macro(&self) -> Result<Option<Count>, Error> {
         count_statement!(self.db).first::<Count>(None).await
+    }
+
+    /// The same macro shape, handing back a write over several lines.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_macro_write(&self) -> Result<(), Error> {
+        insert_statement!(self.db).run().await?;
+        Ok(())
     }
 }
 
@@ -153,6 +160,14 @@ macro_rules! count_statement {
     };
 }
 use count_statement;
+
+/// A project's own macro that hands back a write, whose comment reads like a `SELECT`.
+macro_rules! insert_statement {
+    ($db:expr) => {
+        $db.prepare("INSERT INTO users (replace) /* SELECT\n*/ VALUES ('macro')")
+    };
+}
+use insert_statement;
 
 /// A project's own macro that writes annotated methods, the SQL passed as `$sql:expr` (which
 /// reaches the attribute as a literal in an invisible group): judged as the literal it is.
@@ -362,14 +377,21 @@ async fn a_write_over_several_lines_awaited_together_runs_once() {
     assert_eq!(inserted(&repo), 1, "made again, since it had not run");
 }
 
-/// SQL inside the project's own macro is out of the attribute's sight: a write, whatever
-/// it says, so it runs once after a failure that may have run it.
+/// SQL inside the project's own macro is out of the attribute's sight, and judged by what
+/// the statement holds when it runs: the read over several lines (a `DELETE` inside its
+/// comment) is made again after a failure that may have run it, the write is not.
 #[tokio::test(start_paused = true)]
-async fn sql_inside_a_user_macro_counts_as_a_write() {
+async fn sql_inside_a_user_macro_is_judged_when_it_runs() {
     let repo = seeded();
     fail_once_after_running(&repo, Operation::First);
-    assert!(repo.own_macro().await.is_err());
+    assert_eq!(repo.own_macro().await.unwrap(), Some(Count { n: 3 }));
+    assert_eq!(repo.db.calls().len(), 2, "made again");
+
+    let repo = seeded();
+    fail_once_after_running(&repo, Operation::Run);
+    assert!(repo.own_macro_write().await.is_err(), "handed back");
     assert_eq!(repo.db.calls().len(), 1, "not made again");
+    assert_eq!(users(&repo), 4, "landed once");
 }
 
 /// Methods written by the project's own macro, their SQL passed in as `$sql:expr`: a read

@@ -27,8 +27,9 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
             let mut text = format!(
                 "\n\n**Retries** (`#[d1_retry]`): {count} call{plural} named like D1 \
                  executions, each retried on its own if its receiver is a `D1Receiver` (a D1 \
-                 statement, session or database), its SQL judged if a `D1Receiver` prepared \
-                 it (any other statement counts as a write):"
+                 statement, session or database), its SQL judged where a `D1Receiver` \
+                 prepared it, else read from D1's statement when it runs (any other statement \
+                 counts as a write):"
             );
             for execution in &found.executions {
                 text.push_str("\n- ");
@@ -43,10 +44,14 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
 }
 
 fn line(execution: &Execution) -> String {
+    // A statement's own execution, rewritten, reads SQL out of sight from the statement
+    // when it runs; a `batch`, `exec` or `dump` on a database has none to read.
+    let held =
+        execution.rewritten && !matches!(execution.method.as_str(), "batch" | "exec" | "dump");
     // Each text once: the arms of an `if` that binds a statement again to itself
     // (`if a { stmt.bind(..)? } else { stmt.clone() }`) each carry its SQL.
     let mut described: Vec<String> = Vec::new();
-    for text in execution.sql.iter().map(describe) {
+    for text in execution.sql.iter().map(|sql| describe(sql, held)) {
         if !described.contains(&text) {
             described.push(text);
         }
@@ -64,10 +69,11 @@ fn line(execution: &Execution) -> String {
              a variable or field)"
         );
     }
-    format!("`{method}`{what} ({})", verdict(&execution.sql))
+    format!("`{method}`{what} ({})", verdict(&execution.sql, held))
 }
 
-fn describe(sql: &Sql) -> String {
+/// `held`: SQL out of sight is read from the statement when it runs.
+fn describe(sql: &Sql, held: bool) -> String {
     match sql {
         Sql::Literal { text, .. } => format!("`{}`", summary(text)),
         Sql::Const(expr, _) | Sql::Bound(expr, _) => {
@@ -77,11 +83,12 @@ fn describe(sql: &Sql) -> String {
             format!("`{text}` (a constant)")
         }
         Sql::Dynamic => "dynamic SQL (scanned when it is prepared)".to_owned(),
+        Sql::Unseen if held => "SQL out of sight (read from the statement when it runs)".to_owned(),
         Sql::Unseen => "SQL out of sight (counted as a write)".to_owned(),
     }
 }
 
-fn verdict(sql: &[Sql]) -> &'static str {
+fn verdict(sql: &[Sql], held: bool) -> &'static str {
     let all_read = sql.iter().all(|sql| {
         matches!(
             sql,
@@ -92,14 +99,14 @@ fn verdict(sql: &[Sql]) -> &'static str {
         )
     });
     let writes = sql.iter().any(|sql| {
-        matches!(
-            sql,
-            Sql::Unseen
-                | Sql::Literal {
+        matches!(sql, Sql::Unseen if !held)
+            || matches!(
+                sql,
+                Sql::Literal {
                     read_only: false,
                     ..
                 }
-        )
+            )
     });
     if all_read {
         "read-only: retried after any transient failure"
@@ -146,7 +153,8 @@ mod tests {
             per_call.contains("0 calls named like D1 executions"),
             "{per_call}"
         );
-        assert!(per_call.contains("its SQL judged if a `D1Receiver` prepared it"));
+        assert!(per_call.contains("its SQL judged where a `D1Receiver` prepared it"));
+        assert!(per_call.contains("else read from D1's statement when it runs"));
         assert!(per_call.contains("They share 4 retries in all"));
         let read_only = paragraph(&found, Mode::WholeBody { read_only: true }, "4 retries");
         assert!(
@@ -169,20 +177,48 @@ mod tests {
             &syn::parse_str("\"SELECT id FROM users\"").unwrap(),
             crate::sql::Handed::Prepare,
         );
-        assert_eq!(describe(&literal), "`SELECT id FROM users`");
+        assert_eq!(describe(&literal, false), "`SELECT id FROM users`");
         let constant = crate::sql::judge(
             &syn::parse_str("queries :: FIND").unwrap(),
             crate::sql::Handed::Exec,
         );
-        assert_eq!(describe(&constant), "`queries::FIND` (a constant)");
+        assert_eq!(describe(&constant, false), "`queries::FIND` (a constant)");
         assert_eq!(
-            describe(&Sql::Dynamic),
+            describe(&Sql::Dynamic, false),
             "dynamic SQL (scanned when it is prepared)"
         );
         assert_eq!(
-            describe(&Sql::Unseen),
+            describe(&Sql::Unseen, false),
             "SQL out of sight (counted as a write)"
         );
+        assert_eq!(
+            describe(&Sql::Unseen, true),
+            "SQL out of sight (read from the statement when it runs)"
+        );
+    }
+
+    /// Out of sight, a statement's own execution is judged by what the statement holds
+    /// when it runs; a database's `batch` has no statement to read, so it may write.
+    #[test]
+    fn sql_out_of_sight_is_read_from_a_statement_only() {
+        let execution = |method: &str, rewritten| Execution {
+            method: method.to_owned(),
+            sql: vec![Sql::Unseen],
+            rewritten,
+        };
+        let first = line(&execution("first", true));
+        assert!(
+            first.contains("read from the statement when it runs"),
+            "{first}"
+        );
+        assert!(first.contains("if its SQL is read-only"), "{first}");
+        for method in ["batch", "exec"] {
+            let batch = line(&execution(method, true));
+            assert!(batch.contains("(counted as a write)"), "{batch}");
+            assert!(batch.contains("may write"), "{batch}");
+        }
+        let stored = line(&execution("first", false));
+        assert!(stored.contains("(counted as a write)"), "{stored}");
     }
 
     /// A statement bound again to itself in two arms carries its SQL twice: named once.

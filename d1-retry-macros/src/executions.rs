@@ -441,6 +441,15 @@ struct Statements {
     checks: Vec<(Ident, TokenStream)>,
 }
 
+impl Statements {
+    /// Whether some SQL is out of sight at expansion. (A probe of a `prepare` that is not
+    /// D1's may make it so only at run time; that statement stays a write, and every other
+    /// statement is spared a read it does not need.)
+    fn unseen(&self) -> bool {
+        self.sql.iter().any(|sql| matches!(sql, Sql::Unseen))
+    }
+}
+
 impl Finder<'_> {
     fn fresh_slot(&mut self, hint: &str) -> Ident {
         self.next_slot += 1;
@@ -903,6 +912,10 @@ impl Finder<'_> {
             }),
             _ => self.statement(&mut call.receiver, scan_into, &mut statements),
         }
+        // A statement's own execution (not a database's `batch`, `exec` or `dump`) whose
+        // SQL is out of sight is judged by the SQL it holds, read where it runs.
+        let reads_statement =
+            !matches!(method.as_str(), "batch" | "exec" | "dump") && statements.unseen();
         self.executions.push(Execution {
             method,
             sql: statements.sql.clone(),
@@ -911,8 +924,15 @@ impl Finder<'_> {
         if !rewritable {
             return None;
         }
-        let access = self.access(&statements, Some(&slot));
+        let seen = self.access(&statements, Some(&slot));
         let private = &self.names.private;
+        let access = |receiver: &TokenStream| {
+            if reads_statement {
+                held_sql_access(private, receiver, &seen, span)
+            } else {
+                seen.clone()
+            }
+        };
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         // Each argument's name carries its value's span, so a type error in it points there.
@@ -942,6 +962,7 @@ impl Finder<'_> {
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
         let site = |receiver: &TokenStream| {
+            let access = access(receiver);
             if looped {
                 // Spanned at the method, so an error type the runtime cannot read is
                 // reported there. The outer `match` runs from the receiver to the method,
@@ -1087,11 +1108,16 @@ impl Finder<'_> {
             sql: statements.sql.clone(),
             rewritten: true,
         });
-        let access = self.access(&statements, Some(&slot));
+        let seen = self.access(&statements, Some(&slot));
         let private = &self.names.private;
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let span = base.span();
+        let access = if statements.unseen() {
+            held_sql_access(private, &recv.to_token_stream(), &seen, span)
+        } else {
+            seen
+        };
         // The loop of `execution` (see there), each attempt awaiting a clone of the
         // statement, kept by the loop; on a receiver that is not D1, the statement itself,
         // once.
@@ -1490,6 +1516,25 @@ fn scanned(private: &TokenStream, sql: &Expr, record: &TokenStream, span: Span) 
                 #record((&&#private::SqlProbe(&#value)).d1_text());
                 #value
             }
+        }
+    }
+}
+
+/// `seen`, the access known at expansion, or, where it is `Unseen`, the access of the SQL
+/// the statement `receiver` holds, read by the runtime when the execution begins (a
+/// statement kept in a field, passed in, or made by a helper carries its text); a receiver
+/// whose SQL cannot be read stays out of sight.
+fn held_sql_access(
+    private: &TokenStream,
+    receiver: &TokenStream,
+    seen: &TokenStream,
+    span: Span,
+) -> TokenStream {
+    quote_spanned! {span=>
+        {
+            #[allow(unused_imports)]
+            use #private::{ViaOtherStatement as _, ViaStatementSql as _};
+            (&&#private::StatementProbe(&#receiver)).d1_access(#seen)
         }
     }
 }

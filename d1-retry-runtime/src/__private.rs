@@ -13,6 +13,7 @@ pub use crate::receiver::{
     ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, probed,
 };
 pub use crate::scope::{Scoped, nested, scoped};
+pub use crate::statement_sql::{StatementProbe, ViaOtherStatement, ViaStatementSql};
 pub use crate::timed_execution::{TimedAttempting, TimedExecution};
 pub use crate::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,

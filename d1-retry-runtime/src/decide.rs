@@ -10,7 +10,7 @@
 //! | [`ReadOnly`](Access::ReadOnly): read-only SQL | retry | retry | never |
 //! | [`Idempotent`](Access::Idempotent): declared safe to run twice | retry | retry | never |
 //! | [`Write`](Access::Write): SQL that may write | retry | never | never |
-//! | [`Unseen`](Access::Unseen): SQL the macro could not see, counted as a write | retry | never | never |
+//! | [`Unseen`](Access::Unseen): SQL neither the macro nor the statement could show, counted as a write | retry | never | never |
 //! | [`Unretryable`](Access::Unretryable): a `read_only` attempt that ran a write | never | never | never |
 //!
 //! A retry the table allows is still withheld, in this order, when an enclosing
@@ -30,8 +30,9 @@ pub enum Access {
     Idempotent,
     /// The work may write.
     Write,
-    /// The work's SQL could not be seen (a statement built by a helper, passed in, or
-    /// collected elsewhere), so it counts as a write.
+    /// The work's SQL could not be seen (a statement of a type that cannot tell its SQL,
+    /// a `batch` collected elsewhere), so it counts as a write. A D1 statement built by a
+    /// helper, passed in or kept in a field tells its SQL when it runs.
     Unseen,
     /// A `read_only` attempt ran SQL that may write, before the failure: never retried.
     Unretryable,

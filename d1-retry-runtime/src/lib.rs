@@ -56,6 +56,7 @@ mod receiver;
 mod retry;
 mod scope;
 mod sleep;
+mod statement_sql;
 mod timed_execution;
 mod timeout;
 

@@ -96,6 +96,23 @@ const KINDS = [
     value: [{ id: 1, user_id: 1, item: "seed", quantity: 1 }],
   },
   {
+    // A statement made by a helper: the attribute reads its SQL off workerd's statement.
+    name: "read made by a helper, first() (#[d1_retry])",
+    send: () => call("GET", "/users/1/orders/count"),
+    op: "first",
+    access: "read_only",
+    operation: "Shop::order_count",
+    value: 1,
+  },
+  {
+    name: "write made by a helper, run() (#[d1_retry])",
+    send: () => call("POST", "/users/1/orders/prepared", TEA),
+    op: "run",
+    access: "write",
+    operation: "Shop::place_prepared_order",
+    effect: { sql: teaRows, once: 1 },
+  },
+  {
     name: "single write (#[d1_retry])",
     send: () => call("POST", "/users/1/orders", TEA),
     op: "run",

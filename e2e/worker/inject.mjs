@@ -199,6 +199,11 @@ class D1PreparedStatement {
   bind(...values) {
     return new D1PreparedStatement(this.real.bind(...values), this.injector, this.sql, values);
   }
+  // workerd's statement keeps its SQL in `statement`, which d1-retry reads for a statement
+  // out of its sight; the stand-in shows the real statement's own, not its copy.
+  get statement() {
+    return this.real.statement;
+  }
   async first(column) {
     return this.injector.call("first", () => this.real.first(column), this.sql, this.params);
   }

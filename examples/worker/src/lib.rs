@@ -61,6 +61,17 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
             let order: NewOrder = req.json().await?;
             reply(shop(&ctx)?.place_order(id(&ctx, "id")?, &order).await)
         })
+        .get_async("/users/:id/orders/count", |_, ctx| async move {
+            reply(shop(&ctx)?.order_count(id(&ctx, "id")?).await)
+        })
+        .post_async("/users/:id/orders/prepared", |mut req, ctx| async move {
+            let order: NewOrder = req.json().await?;
+            reply(
+                shop(&ctx)?
+                    .place_prepared_order(id(&ctx, "id")?, &order)
+                    .await,
+            )
+        })
         .post_async("/users/:id/orders/batch", |mut req, ctx| async move {
             let orders: Vec<NewOrder> = req.json().await?;
             reply(shop(&ctx)?.place_orders(id(&ctx, "id")?, &orders).await)

@@ -10,9 +10,9 @@ use d1_retry::d1_retry;
 use serde::{Deserialize, Serialize};
 
 #[cfg(not(target_arch = "wasm32"))]
-use d1_retry::testing::{D1Database, D1Result, Error, JsValue};
+use d1_retry::testing::{D1Database, D1PreparedStatement, D1Result, Error, JsValue};
 #[cfg(target_arch = "wasm32")]
-use worker::{D1Database, D1Result, Error, wasm_bindgen::JsValue};
+use worker::{D1Database, D1PreparedStatement, D1Result, Error, wasm_bindgen::JsValue};
 
 /// `worker::Result` on a Worker; the local D1's error natively.
 pub type Result<T, E = Error> = core::result::Result<T, E>;
@@ -159,6 +159,39 @@ impl Shop {
             .run()
             .await?;
         last_row_id(&result)
+    }
+
+    /// A read whose statement a helper makes: `#[d1_retry]` cannot see its SQL where it
+    /// runs, so it reads the SQL the statement holds when the call begins (workerd keeps it
+    /// on the statement), finds a read, and retries it after any transient failure.
+    #[d1_retry(policy = POLICY)]
+    pub async fn order_count(&self, user_id: i64) -> Result<i64> {
+        let count = self.orders_of(user_id)?.first::<i64>(Some("n")).await?;
+        Ok(count.unwrap_or(0))
+    }
+
+    /// A write whose statement a helper makes: read the same way, it is a write, retried
+    /// only when D1 was not reached.
+    #[d1_retry(policy = POLICY)]
+    pub async fn place_prepared_order(&self, user_id: i64, order: &NewOrder) -> Result<i64> {
+        let insert = self.order_insert(user_id, order)?;
+        let result = insert.run().await?;
+        last_row_id(&result)
+    }
+
+    /// A statement made once for the methods that run it.
+    fn orders_of(&self, user_id: i64) -> Result<D1PreparedStatement> {
+        self.db
+            .prepare("SELECT COUNT(*) AS n FROM orders WHERE user_id = ?1")
+            .bind(&[number(user_id)])
+    }
+
+    fn order_insert(&self, user_id: i64, order: &NewOrder) -> Result<D1PreparedStatement> {
+        self.db.prepare(INSERT_ORDER).bind(&[
+            number(user_id),
+            order.item.as_str().into(),
+            number(order.quantity),
+        ])
     }
 
     /// A batch of writes: one transaction, so one statement site, retried like a single write.
