@@ -32,6 +32,16 @@ use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 /// not retry on its own, so attempts never multiply; this driver decides. A task spawned
 /// from the attempt escapes that scope.
 ///
+/// So an attempt that may write should make one D1 call. A failure that did not reach D1
+/// runs the whole attempt again, and with it every call of the attempt that completed
+/// before the one that failed: `ins_a.run().await?; ins_b.run().await` inserts `a` twice
+/// when `ins_b` fails before it ran, and so does a `#[d1_retry]` function making both calls
+/// inside the attempt. Give each write a `Retry` of its own, or write the function with
+/// `#[d1_retry]` and call it outside any `Retry` (it retries each call on its own, and a
+/// completed call never runs again); several calls in one attempt are safe only when
+/// running all of them twice is ([`read_only`](Self::read_only),
+/// [`idempotent`](Self::idempotent)).
+///
 /// ```
 /// # #[derive(Debug)] struct DbError(&'static str);
 /// # impl std::fmt::Display for DbError {

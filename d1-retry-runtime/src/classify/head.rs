@@ -17,9 +17,12 @@ use crate::FailureClass;
 
 /// The class one message decides, if it decides one, in this order:
 ///
-/// 1. a recognized start (transient phrase, lookalike, permanent D1 code), see
+/// 1. a SQLite result code anywhere: [`Permanent`](FailureClass::Permanent), whatever the
+///    message starts with: SQLite ran the statement and refused it, and the rest of the
+///    text may be the user's data (a trigger's `RAISE(FAIL, NEW.name || ..)` whose name
+///    reads like a D1 phrase, after the rows before it were written);
+/// 2. else a recognized start (transient phrase, lookalike, permanent D1 code), see
 ///    [`start_class`];
-/// 2. else a SQLite result code anywhere: [`Permanent`](FailureClass::Permanent);
 /// 3. else D1's part of the message behind the user's own text, see [`d1_part_class`];
 /// 4. else nothing.
 ///
@@ -42,8 +45,14 @@ pub(super) fn text_class(text: &dyn fmt::Display) -> Option<FailureClass> {
 pub(super) fn message_class(message: &str) -> FailureClass {
     let bytes = message.as_bytes();
     let head = bytes.get(..HEAD_LEN).unwrap_or(bytes);
-    if let Some(class) = start_class(head, head.len() == bytes.len()) {
-        return class;
+    match start_class(head, head.len() == bytes.len()) {
+        // A SQLite code anywhere overrules a transient start.
+        Some(FailureClass::Permanent) => return FailureClass::Permanent,
+        Some(_) if find(bytes, SQLITE_CODE.as_bytes()).is_some() => {
+            return FailureClass::Permanent;
+        }
+        Some(class) => return class,
+        None => {}
     }
     // The first `D1_` counts only on the first line: found first, then the bytes before it
     // checked for a line break, so the rest of a long message is not read.
@@ -121,14 +130,23 @@ impl HeadReader {
     /// The whole verdict, once the writer has finished or been stopped.
     fn class(&self) -> Option<FailureClass> {
         match self.start {
-            Some(Some(class)) => Some(class),
-            Some(None) => self.rest.class(),
+            Some(Some(FailureClass::Permanent)) => Some(FailureClass::Permanent),
+            // A transient start, unless a SQLite code came anywhere (head included).
+            Some(Some(class)) if !self.rest.sqlite_code.found() => Some(class),
+            Some(_) => self.rest.class(),
             // The whole text fits the head: judged at once.
-            None => start_class(self.head(), true).or_else(|| {
+            None => {
                 let mut rest = RestScan::new();
                 rest.feed(self.head());
-                rest.class()
-            }),
+                match start_class(self.head(), true) {
+                    Some(class)
+                        if class == FailureClass::Permanent || !rest.sqlite_code.found() =>
+                    {
+                        Some(class)
+                    }
+                    _ => rest.class(),
+                }
+            }
         }
     }
 }
@@ -157,15 +175,19 @@ impl fmt::Write for HeadReader {
             None => {
                 let start = start_class(self.head(), false);
                 self.start = Some(start);
-                if start.is_none() {
-                    // The head was never scanned; the scan starts there.
+                if start != Some(FailureClass::Permanent) {
+                    // The head was never scanned; the scan starts there. A transient start
+                    // is still overruled by a SQLite code anywhere, so it is scanned too.
                     let head = self.head.get(..self.len).unwrap_or_default();
                     self.rest.feed(head);
                 }
                 start
             }
         };
-        if start.is_some() || self.rest.feed(bytes.get(taken..).unwrap_or_default()) {
+        // Only a permanent verdict is final before the end of the text.
+        if start == Some(FailureClass::Permanent)
+            || self.rest.feed(bytes.get(taken..).unwrap_or_default())
+        {
             self.stopped = true;
             return Err(fmt::Error);
         }
@@ -373,15 +395,55 @@ mod tests {
     }
 
     #[test]
-    fn keeps_only_the_head_and_stops_once_the_start_decides() {
+    fn keeps_only_the_head_and_stops_once_the_verdict_is_final() {
+        // A transient start is final only at the end of the text: a SQLite code may follow.
         let mut reader = HeadReader::new();
         assert!(reader.write_str("Network connection lost.").is_ok());
         let long = "x".repeat(HEAD_LEN);
+        assert!(
+            reader.write_str(&long).is_ok(),
+            "a transient start reads on"
+        );
+        assert_eq!(reader.head().len(), HEAD_LEN);
+        assert_eq!(reader.class(), Some(FailureClass::MaybeExecuted));
+        assert!(
+            reader.write_str(": SQLITE_CONSTRAINT").is_err(),
+            "code seen; stop"
+        );
+        assert!(reader.stopped);
+        assert!(reader.write_str("more").is_err(), "stays stopped");
+        assert_eq!(reader.class(), Some(FailureClass::Permanent));
+        // A permanent start stops at once.
+        let mut reader = HeadReader::new();
+        assert!(reader.write_str("D1_EXEC_ERROR: Error in line 1").is_ok());
         assert!(reader.write_str(&long).is_err(), "the start decided; stop");
         assert!(reader.stopped);
-        assert_eq!(reader.head().len(), HEAD_LEN);
-        assert!(reader.write_str("more").is_err(), "stays stopped");
-        assert_eq!(reader.class(), Some(FailureClass::MaybeExecuted));
+        assert_eq!(reader.class(), Some(FailureClass::Permanent));
+    }
+
+    /// A trigger's `RAISE(FAIL, NEW.name || ': too long')` puts the user's data in SQLite's
+    /// message, after the rows before it were written: a name that reads like a D1 phrase
+    /// must not make the failure look like one D1 sent before running the statement.
+    #[test]
+    fn a_sqlite_code_overrules_a_transient_start() {
+        let raised = "D1_ERROR: D1 DB is overloaded. Too many requests queued. (my tag): \
+                      too long: SQLITE_CONSTRAINT (extended: SQLITE_CONSTRAINT_TRIGGER)";
+        let padded = format!(
+            "D1_ERROR: Network connection lost. {}: too long: SQLITE_CONSTRAINT",
+            "x".repeat(2 * HEAD_LEN)
+        );
+        let in_the_head = "Network connection lost.: SQLITE_IOERR";
+        for text in [raised, padded.as_str(), in_the_head] {
+            assert_eq!(message_class(text), FailureClass::Permanent, "{text}");
+            assert_eq!(text_class(&text), Some(FailureClass::Permanent), "{text}");
+        }
+        for text in [
+            "D1_ERROR: D1 DB is overloaded. Too many requests queued.",
+            "D1_ERROR: Network connection lost.",
+        ] {
+            assert_ne!(message_class(text), FailureClass::Permanent, "{text}");
+            assert_ne!(text_class(&text), Some(FailureClass::Permanent), "{text}");
+        }
     }
 
     #[test]

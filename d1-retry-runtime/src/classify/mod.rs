@@ -131,14 +131,16 @@ pub fn classify_message(message: &str) -> FailureClass {
 /// decides; when none is, the failure is [`Permanent`](FailureClass::Permanent). A link is
 /// recognized when its message
 ///
-/// 1. starts (after `Error: ` and `D1_ERROR: ` prefixes) with a phrase of the table below,
-///    followed by the end of the message, punctuation or whitespace; that row decides, and
-///    the three permanent lookalikes decide too;
-/// 2. or starts with `D1_EXEC_ERROR`, `D1_TYPE_ERROR` or `D1_COLUMN_NOTFOUND`, or contains a
-///    SQLite result code (`SQLITE_` as in `: SQLITE_CONSTRAINT`) anywhere: the query reached
-///    SQLite and failed, which is [`Permanent`](FailureClass::Permanent), and deeper links
-///    are not read. Whatever they say (an echoed value that happens to start with a
-///    transient phrase) cannot make a failed query safe to run again;
+/// 1. contains a SQLite result code (`SQLITE_` as in `: SQLITE_CONSTRAINT`) anywhere, or
+///    starts with `D1_EXEC_ERROR`, `D1_TYPE_ERROR` or `D1_COLUMN_NOTFOUND`: the query
+///    reached SQLite and failed, which is [`Permanent`](FailureClass::Permanent), and
+///    deeper links are not read. Whatever the message or they say (an echoed value that
+///    happens to start with a transient phrase, a trigger's `RAISE(FAIL, NEW.name || ..)`
+///    whose name reads like one, after the rows before it were written) cannot make a
+///    failed query safe to run again;
+/// 2. or starts (after `Error: ` and `D1_ERROR: ` prefixes) with a phrase of the table
+///    below, followed by the end of the message, punctuation or whitespace; that row
+///    decides, and the three permanent lookalikes decide too;
 /// 3. or, failing 1 and 2, carries D1's message behind text of the user's own, the most
 ///    common error style in Workers code (`Database error: D1_ERROR: Cannot resolve D1 DB
 ///    due to transient issue on remote node.`, `repo failed: D1_ERROR: Network connection
