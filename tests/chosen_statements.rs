@@ -6,9 +6,9 @@
 //! Each method runs one chosen statement, and each test fails that statement once after it
 //! ran (maybe executed). Reads count the calls D1 saw; writes count the rows that landed.
 
-use d1_retry::testing::{D1Database, D1PreparedStatement, Error};
+use d1_retry::testing::{D1Database, Error};
 use d1_retry::{RetryPolicy, d1_retry};
-use test_support::{count, lose_once_after_running};
+use test_support::{Archive, count, lose_once_after_running};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 
@@ -28,19 +28,6 @@ enum Filter {
     All,
     Item,
     Nothing,
-}
-
-/// A statement builder of the project's own: its `prepare` archives the rows the `SELECT`
-/// it is handed selects, so the SQL handed to it is not the statement's.
-struct Archive {
-    db: D1Database,
-}
-
-impl Archive {
-    fn prepare(&self, select: &str) -> D1PreparedStatement {
-        self.db
-            .prepare(format!("INSERT INTO archive (item) {select}"))
-    }
 }
 
 /// A macro of the project's, named like std's `todo!`, that prepares a write: an arm that

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use d1_retry::testing::{D1Database, D1PreparedStatement, Error};
 use d1_retry::{D1Receiver, RetryPolicy, d1_retry};
-use test_support::{count, join_all, lose_once_after_running};
+use test_support::{calls_with, count, join_all, lose_once_after_running};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 const TIMED: RetryPolicy = NO_BUDGET.with_attempt_timeout(core::time::Duration::from_secs(2));
@@ -167,17 +167,6 @@ fn orders() -> D1Database {
     db.with_connection(|c| c.execute_batch("CREATE TABLE orders (item TEXT NOT NULL);"))
         .unwrap();
     db
-}
-
-fn calls_with(db: &D1Database, fragment: &str) -> usize {
-    db.calls()
-        .iter()
-        .filter(|call| {
-            call.statements
-                .iter()
-                .any(|(sql, _)| sql.contains(fragment))
-        })
-        .count()
 }
 
 fn rows(db: &D1Database) -> i64 {

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use d1_retry::testing::{D1Database, D1PreparedStatement, Error, JsValue, Operation};
 use d1_retry::{RetryPolicy, d1_retry};
-use test_support::join_all;
+use test_support::{Archive, join_all};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 
@@ -27,22 +27,10 @@ struct Count {
     n: i64,
 }
 
-/// A repository's own statement builder, with a `prepare` of its own.
-struct Archive {
-    db: D1Database,
-}
-
-impl Archive {
-    /// Archives the items `select` returns: the SQL handed here is not the statement's.
-    fn prepare(&self, select: &str) -> D1PreparedStatement {
-        self.db
-            .prepare(format!("INSERT INTO archive (item) {select}"))
-    }
-}
-
-/// The same as a free function, and in a module.
+/// The archive's `prepare` (a statement builder of the user's own, `test_support::Archive`)
+/// as a free function, and in a module.
 fn prepare(db: &D1Database, select: &str) -> D1PreparedStatement {
-    db.prepare(format!("INSERT INTO archive (item) {select}"))
+    Archive { db: db.clone() }.prepare(select)
 }
 
 mod archive {

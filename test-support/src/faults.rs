@@ -1,8 +1,9 @@
 //! What the per-call tests do to the testing kit's database most often: fail a statement
 //! once after it ran (the first with some SQL, or one call among several), read a number
-//! back from SQLite, and start from a table of orders with an empty archive.
+//! back from SQLite or count the calls D1 was sent, and start from a table of orders with
+//! an empty archive, which a statement builder of the user's own fills.
 
-use d1_retry_runtime::testing::{D1Database, Fault, Message, Operation};
+use d1_retry_runtime::testing::{D1Database, D1PreparedStatement, Fault, Message, Operation};
 
 /// The next call whose SQL holds `fragment` fails as maybe executed, after it ran, once:
 /// the failure after which only a read may be made again.
@@ -36,6 +37,18 @@ pub fn count(db: &D1Database, sql: &str) -> i64 {
         .unwrap_or_else(|error| panic!("{sql}: {error}"))
 }
 
+/// The calls D1 was sent whose statements' SQL holds `fragment`, every attempt counted.
+pub fn calls_with(db: &D1Database, fragment: &str) -> usize {
+    db.calls()
+        .iter()
+        .filter(|call| {
+            call.statements
+                .iter()
+                .any(|(sql, _)| sql.contains(fragment))
+        })
+        .count()
+}
+
 /// A database on SQLite with an `orders` table holding one order (`'tea'`) and an empty
 /// `archive` table: the tests of statements prepared by a receiver of the user's own
 /// archive the orders they select, and count what landed there.
@@ -54,4 +67,21 @@ pub fn orders_with_archive() -> D1Database {
     })
     .unwrap_or_else(|error| panic!("{error}"));
     db
+}
+
+/// A statement builder of the user's own, with a `prepare` of its own: it archives the
+/// items the `SELECT` it is handed returns, so the SQL handed to it is not the statement's
+/// (it writes, where its argument reads).
+#[derive(Clone)]
+pub struct Archive {
+    /// The database the archive is written to.
+    pub db: D1Database,
+}
+
+impl Archive {
+    /// `INSERT INTO archive (item) <select>`.
+    pub fn prepare(&self, select: &str) -> D1PreparedStatement {
+        self.db
+            .prepare(format!("INSERT INTO archive (item) {select}"))
+    }
 }

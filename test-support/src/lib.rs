@@ -6,9 +6,10 @@
 //! - [`block_on`]: polls a future that never waits, without a runtime that could allocate.
 //! - [`join_all`]: awaits several futures in one task, as `futures::future::join_all`.
 //! - [`Logs`]: captures the log lines of one test thread.
-//! - [`lose_once_after_running`], [`lose_call_after_running`], [`count`] and
-//!   [`orders_with_archive`]: a statement failed once after it ran, a number read back, and
-//!   a table of orders with an empty archive, on the testing kit's database.
+//! - [`lose_once_after_running`], [`lose_call_after_running`], [`count`], [`calls_with`],
+//!   [`orders_with_archive`] and [`Archive`]: a statement failed once after it ran, a
+//!   number read back, the calls D1 was sent, and a table of orders with an empty archive
+//!   that a statement builder of the user's own fills, on the testing kit's database.
 //! - [`fake_db`]: a stand-in D1 whose statements fail from a script, for the attribute's
 //!   tests.
 //! - `shared/happy_path.rs`, beside `src/` and not a module of this crate: the repository
@@ -23,6 +24,9 @@ mod join;
 mod log_capture;
 
 pub use counting_alloc::{CountingAllocator, allocations, allocations_of, block_on};
-pub use faults::{count, lose_call_after_running, lose_once_after_running, orders_with_archive};
+pub use faults::{
+    Archive, calls_with, count, lose_call_after_running, lose_once_after_running,
+    orders_with_archive,
+};
 pub use join::join_all;
 pub use log_capture::{CaptureGuard, Logs};

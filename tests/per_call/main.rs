@@ -10,7 +10,7 @@ use core::sync::atomic::Ordering;
 
 use d1_retry::testing::{D1Database, Fault, Message, Operation, Timing};
 use repo::{Audit, Repo};
-use test_support::{count, lose_once_after_running};
+use test_support::{calls_with, count, lose_once_after_running};
 
 fn database() -> D1Database {
     let db = D1Database::open_in_memory().unwrap();
@@ -37,18 +37,6 @@ fn most_copies(db: &D1Database) -> i64 {
         db,
         "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM orders GROUP BY item)",
     )
-}
-
-/// Calls whose first statement's SQL contains `fragment`.
-fn calls_with(db: &D1Database, fragment: &str) -> usize {
-    db.calls()
-        .iter()
-        .filter(|call| {
-            call.statements
-                .iter()
-                .any(|(sql, _)| sql.contains(fragment))
-        })
-        .count()
 }
 
 /// A database whose first call with `fragment` in its SQL fails as maybe executed, after
