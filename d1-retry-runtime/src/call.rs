@@ -177,6 +177,10 @@ impl<'a, S: Sleeper> Call<'a, S> {
             return None;
         }
         let class = failure.class();
+        if class != FailureClass::NotExecuted && access.may_write() {
+            // It may have written: an enclosing `Retry` must not make it again.
+            scope::record_write();
+        }
         let nested = scope::nested();
         let budget_exhausted = spend_token(self.policy, class, nested);
         let max_attempts = self.policy.max_attempts();
@@ -231,6 +235,16 @@ impl<'a, S: Sleeper> Call<'a, S> {
     /// only on the retry path, next to a wait of 160 ms or more.
     pub(crate) fn wait(&self, delay: Duration) -> core::pin::Pin<Box<S::Sleep>> {
         Box::pin(self.sleeper.sleep(delay))
+    }
+
+    /// Called once an execution of `access` succeeded: gives the retry budget back its
+    /// share, and counts a write, which an enclosing `Retry` must not make again.
+    #[inline]
+    pub(crate) fn completed(&self, access: Access) {
+        self.succeeded();
+        if access.may_write() {
+            scope::record_write();
+        }
     }
 
     /// Called once an execution succeeded: gives the retry budget back its share.
@@ -548,7 +562,7 @@ fn drive<S: Sleeper>(
         };
         let cut = match expired.map_or_else(|| site.poll_attempt(cx), |_| Poll::Pending) {
             Poll::Ready(true) => {
-                call.succeeded();
+                call.completed(access);
                 return Poll::Ready(None);
             }
             Poll::Ready(false) => None,

@@ -12,6 +12,7 @@
 //! | [`Write`](Access::Write): SQL that may write | retry | never | never |
 //! | [`Unseen`](Access::Unseen): SQL neither the macro nor the statement could show, counted as a write | retry | never | never |
 //! | [`Unretryable`](Access::Unretryable): a `read_only` attempt that ran a write | never | never | never |
+//! | [`WroteBefore`](Access::WroteBefore): an attempt in which a D1 call that may write ran before the failure | never | never | never |
 //!
 //! A retry the table allows is still withheld, in this order, when an enclosing
 //! whole-body attempt decides instead ([`Withheld::Nested`]), when the call has used its
@@ -36,6 +37,10 @@ pub enum Access {
     Unseen,
     /// A `read_only` attempt ran SQL that may write, before the failure: never retried.
     Unretryable,
+    /// An attempt that may write (a [`Retry`](crate::Retry)'s) made a D1 call, through
+    /// d1-retry, that may have written before the attempt failed: running the attempt
+    /// again would make that call again. Never retried.
+    WroteBefore,
 }
 
 impl Access {
@@ -65,7 +70,8 @@ impl Access {
                 Access::Idempotent => 1,
                 Access::Write => 2,
                 Access::Unseen => 3,
-                Access::Unretryable => 4,
+                Access::WroteBefore => 4,
+                Access::Unretryable => 5,
             }
         }
         if rank(other) > rank(self) {
@@ -79,6 +85,12 @@ impl Access {
     #[must_use]
     pub const fn is_read_only(self) -> bool {
         matches!(self, Access::ReadOnly)
+    }
+
+    /// Whether running the work again could change the database: anything but read-only
+    /// or declared idempotent work.
+    pub(crate) const fn may_write(self) -> bool {
+        !matches!(self, Access::ReadOnly | Access::Idempotent)
     }
 }
 
@@ -120,6 +132,9 @@ pub enum Withheld {
     UnseenSql,
     /// A `read_only` attempt ran SQL that may write before the failure.
     WriteInReadOnly,
+    /// The attempt made a D1 call that may have written before it failed: running it
+    /// again would make that call twice.
+    WroteBefore,
     /// An enclosing `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]` attempt decides.
     Nested,
     /// The call has used all its retries.
@@ -139,6 +154,7 @@ impl Withheld {
             Withheld::MaybeExecutedWrite => "maybe_executed_write",
             Withheld::UnseenSql => "unseen_sql",
             Withheld::WriteInReadOnly => "write_in_read_only",
+            Withheld::WroteBefore => "wrote_before",
             Withheld::Nested => "nested",
             Withheld::Exhausted => "exhausted",
             Withheld::Budget => "budget",
@@ -193,14 +209,13 @@ pub const fn decide(facts: Facts) -> Result<(), Withheld> {
     if facts.nested {
         return Err(Withheld::Nested);
     }
-    let safe = match facts.access {
-        Access::ReadOnly | Access::Idempotent => true,
-        Access::Write | Access::Unseen | Access::Unretryable => false,
-    };
-    if !should_retry(facts.class, safe) || matches!(facts.access, Access::Unretryable) {
+    let safe = !facts.access.may_write();
+    let never = matches!(facts.access, Access::Unretryable | Access::WroteBefore);
+    if !should_retry(facts.class, safe) || never {
         return Err(match facts.access {
             Access::Unseen => Withheld::UnseenSql,
             Access::Unretryable => Withheld::WriteInReadOnly,
+            Access::WroteBefore => Withheld::WroteBefore,
             _ => Withheld::MaybeExecutedWrite,
         });
     }
@@ -248,6 +263,14 @@ mod tests {
                 [
                     Err(Withheld::WriteInReadOnly),
                     Err(Withheld::WriteInReadOnly),
+                    Err(Withheld::Permanent),
+                ],
+            ),
+            (
+                WroteBefore,
+                [
+                    Err(Withheld::WroteBefore),
+                    Err(Withheld::WroteBefore),
                     Err(Withheld::Permanent),
                 ],
             ),
@@ -377,6 +400,8 @@ mod tests {
         assert_eq!(Unseen.and(Write), Unseen);
         assert_eq!(Idempotent.and(ReadOnly), Idempotent);
         assert_eq!(Unretryable.and(ReadOnly), Unretryable);
+        assert_eq!(Unseen.and(WroteBefore), WroteBefore);
+        assert_eq!(WroteBefore.and(Unretryable), Unretryable);
         assert_eq!(Access::judged(true), ReadOnly);
         assert_eq!(Access::judged(false), Write);
         assert!(ReadOnly.is_read_only() && !Idempotent.is_read_only() && !Write.is_read_only());
@@ -389,6 +414,7 @@ mod tests {
             (Withheld::MaybeExecutedWrite, "maybe_executed_write"),
             (Withheld::UnseenSql, "unseen_sql"),
             (Withheld::WriteInReadOnly, "write_in_read_only"),
+            (Withheld::WroteBefore, "wrote_before"),
             (Withheld::Nested, "nested"),
             (Withheld::Exhausted, "exhausted"),
             (Withheld::Budget, "budget"),

@@ -116,6 +116,11 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         Some(self.call.wait(delay))
     }
 
+    /// After a successful attempt (see [`Call::completed`]).
+    pub(crate) fn succeeded(&self) {
+        self.call.completed(self.access);
+    }
+
     /// The call's schedule.
     pub(crate) fn call(&self) -> &'c Call<'c, S> {
         self.call
@@ -182,7 +187,7 @@ where
             };
             match result {
                 Ok(value) => {
-                    this.execution.call.succeeded();
+                    this.execution.succeeded();
                     return Poll::Ready(ControlFlow::Break(Ok(value)));
                 }
                 Err(error) => match this.execution.failed(&E::d1_failure(&error)) {

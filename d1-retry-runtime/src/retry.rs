@@ -6,7 +6,7 @@ use crate::decide::Access;
 use crate::driver::Driver;
 use crate::failure::Failure;
 use crate::operation::OperationName;
-use crate::scope::Scoped;
+use crate::scope::{Watched, record_write};
 use crate::timeout::TimedOut;
 use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 
@@ -32,14 +32,16 @@ use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 /// not retry on its own, so attempts never multiply; this driver decides. A task spawned
 /// from the attempt escapes that scope.
 ///
-/// So an attempt that may write should make one D1 call. A failure that did not reach D1
-/// runs the whole attempt again, and with it every call of the attempt that completed
-/// before the one that failed: `ins_a.run().await?; ins_b.run().await` inserts `a` twice
-/// when `ins_b` fails before it ran, and so does a `#[d1_retry]` function making both calls
-/// inside the attempt. Give each write a `Retry` of its own, or write the function with
-/// `#[d1_retry]` and call it outside any `Retry` (it retries each call on its own, and a
-/// completed call never runs again); several calls in one attempt are safe only when
-/// running all of them twice is ([`read_only`](Self::read_only),
+/// Until, in an attempt that may write, one of those calls may have written: from then on
+/// the attempt is not run again, since that call would be made again, and the calls after
+/// it retry on their own, as they do outside any `Retry`. So
+/// `repo.place_order().await?; repo.order_count().await` (two `#[d1_retry]` methods)
+/// inserts once, whichever call fails. What the driver cannot see are D1 calls made
+/// directly in the attempt: after `ins_a.run().await?; ins_b.run().await`, a failure of
+/// `ins_b` that did not reach D1 runs the attempt again, and inserts `a` twice. So an
+/// attempt that may write should make its D1 calls through `#[d1_retry]` functions, or
+/// give each direct write a `Retry` of its own; several direct calls in one attempt are
+/// safe only when running all of them twice is ([`read_only`](Self::read_only),
 /// [`idempotent`](Self::idempotent)).
 ///
 /// ```
@@ -216,15 +218,16 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         loop {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own.
             let mut current = core::pin::pin!(attempt());
-            let error = match Scoped::new(current.as_mut()).await {
+            let mut watched = Watched::new(current.as_mut(), access.may_write());
+            let error = match (&mut watched).await {
                 Ok(value) => {
-                    driver.succeeded();
+                    succeeded(&driver, access);
                     return Ok(value);
                 }
                 Err(error) => error,
             };
             let failure = classifier.failure(&error);
-            match driver.next_delay(&failure, access) {
+            match driver.next_delay(&failure, after(access, &watched)) {
                 Some(delay) => {
                     // Dropped before the wait, so a `!Send` error never lives across it.
                     drop(error);
@@ -252,9 +255,12 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         let (mut driver, access) = self.into_driver(&policy, &operation);
         loop {
             let mut current = core::pin::pin!(attempt());
-            let delay = match driver.attempt(Scoped::new(current.as_mut())).await {
+            let mut watched = Watched::new(current.as_mut(), access.may_write());
+            let result = driver.attempt(&mut watched).await;
+            let access = after(access, &watched);
+            let delay = match result {
                 Ok(Ok(value)) => {
-                    driver.succeeded();
+                    succeeded(&driver, access);
                     return Ok(value);
                 }
                 Ok(Err(error)) => match driver.next_delay(&Failure::from_error(&error), access) {
@@ -283,6 +289,26 @@ impl<'a, S: Sleeper> Retry<'a, S> {
     {
         let driver = Driver::new(policy, operation, self.sleeper).with_seed(self.seed);
         (driver, self.access)
+    }
+}
+
+/// The access of an attempt that just ran: one that may write and in which a D1 call that
+/// may have written was made ([`Watched`]) must not run again, as that call would. An
+/// attempt declared read-only or idempotent runs again as declared.
+fn after<F>(access: Access, watched: &Watched<'_, F>) -> Access {
+    match access {
+        Access::ReadOnly | Access::Idempotent => access,
+        _ if watched.wrote() => Access::WroteBefore,
+        _ => access,
+    }
+}
+
+/// After an attempt succeeded: the budget gets its share back, and an attempt that may
+/// write counts as a write, which a `Retry` around this one must not make again.
+fn succeeded<S: Sleeper>(driver: &Driver<'_, S>, access: Access) {
+    driver.succeeded();
+    if access.may_write() {
+        record_write();
     }
 }
 

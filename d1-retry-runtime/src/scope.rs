@@ -5,24 +5,73 @@
 //! `#[d1_retry]` function, an execution, or `D1Retry`) must not retry on its own too, or
 //! the attempts multiply (5 outer × 5 inner = 25 D1 calls for one logical call). The outer
 //! attempt is entered for each poll, the way `tracing`'s `Instrumented` enters its span:
-//! a thread-local depth, raised while the attempt's future is polled. It needs no `Send`
-//! bound, works on wasm32 and across the threads of tokio's scheduler (a task is polled on
-//! one thread at a time), and costs one thread-local increment per poll.
+//! a thread-local, set while the attempt's future is polled. It needs no `Send` bound,
+//! works on wasm32 and across the threads of tokio's scheduler (a task is polled on one
+//! thread at a time), and costs a thread-local write per poll.
 //!
 //! What escapes: a task spawned from the attempt, or a stream or future returned from it
 //! and polled later, is polled outside the scope and retries on its own.
+//!
+//! A `Retry` whose attempt may write reruns it only after a failure that did not reach
+//! D1, and never once a D1 call in it may have written, since running the attempt again
+//! would make that call again. So such an attempt is [`Watched`]: each D1 call d1-retry
+//! makes counts itself when it may have written ([`record_write`]), in a thread-local
+//! count that only grows, and the attempt reads how much the count grew while it was
+//! polled, which is its own doing, since a poll runs nothing else on its thread. Once it
+//! grew, the `Retry` will not run the attempt again, so the calls after it in the attempt
+//! retry on their own, as they would outside it. Whole-body attempts need no watch: they
+//! are declared `read_only` or `idempotent`, which vouches that running them again is
+//! safe.
 
 use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll};
 use std::cell::Cell;
 
-std::thread_local! {
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
+/// The attempts being polled on this thread, as far as the D1 calls inside need to know.
+#[derive(Clone, Copy)]
+struct Scopes {
+    /// Attempts being polled that run again after any failure they may retry: whole-body
+    /// attempts, and `Retry`s declared read-only or idempotent.
+    whole: u32,
+    /// The innermost [`Watched`] attempt being polled: `writes` when its poll began, and
+    /// whether it wrote in an earlier poll.
+    watched: Option<(u32, bool)>,
+    /// D1 calls made on this thread that may have written; wraps, as only differences
+    /// are read.
+    writes: u32,
 }
 
-/// Whether the current poll is inside an attempt that is retried as a whole.
+std::thread_local! {
+    static SCOPES: Cell<Scopes> = const {
+        Cell::new(Scopes {
+            whole: 0,
+            watched: None,
+            writes: 0,
+        })
+    };
+}
+
+fn update(change: impl FnOnce(Scopes) -> Scopes) -> Scopes {
+    SCOPES.with(|scopes| {
+        let now = scopes.get();
+        scopes.set(change(now));
+        now
+    })
+}
+
+/// Whether the current poll is inside an attempt that will run it again after a failure
+/// it retries: a D1 call made now leaves that failure to the attempt.
+///
+/// A watched attempt in which a write was made will not run again; an attempt declared
+/// read-only or idempotent enclosing it still would.
 #[must_use]
 pub fn nested() -> bool {
-    DEPTH.with(Cell::get) > 0
+    let scopes = SCOPES.with(Cell::get);
+    scopes.whole > 0
+        || scopes
+            .watched
+            .is_some_and(|(since, wrote)| !wrote && scopes.writes == since)
 }
 
 /// Runs `attempt` as an attempt that is retried as a whole: D1 calls inside it do not
@@ -36,18 +85,106 @@ pub async fn scoped<F: Future>(attempt: F) -> F::Output {
     .await
 }
 
+/// Counts a D1 call that may have written: one that completed, or failed in a way that
+/// may have run it, whose SQL may write. Called inside a scope or not (outside, nothing
+/// reads it), so that the call needs no second thread-local read to ask.
+pub(crate) fn record_write() {
+    update(|scopes| Scopes {
+        writes: scopes.writes.wrapping_add(1),
+        ..scopes
+    });
+}
+
+/// A [`Retry`](crate::Retry)'s attempt, polled inside the scope and, when it may write,
+/// watched for D1 calls that may have written ([`record_write`]). Awaited by `&mut`, so
+/// that the `Retry` can ask [`wrote`](Self::wrote) once the attempt is over.
+#[must_use = "futures do nothing unless polled"]
+pub(crate) struct Watched<'a, F> {
+    attempt: Pin<&'a mut F>,
+    /// Whether the attempt may write: else it runs again whatever it did (declared
+    /// read-only or idempotent), and is entered as a whole-body attempt is.
+    watch: bool,
+    wrote: bool,
+}
+
+impl<'a, F: Future> Watched<'a, F> {
+    /// Polls `attempt` inside the scope, watched when `watch`: the attempt may write.
+    pub(crate) fn new(attempt: Pin<&'a mut F>, watch: bool) -> Self {
+        Watched {
+            attempt,
+            watch,
+            wrote: false,
+        }
+    }
+}
+
+impl<F> Watched<'_, F> {
+    /// Whether a D1 call made in the attempt may have written.
+    pub(crate) fn wrote(&self) -> bool {
+        self.wrote
+    }
+}
+
+impl<F: Future> Future for Watched<'_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.get_mut();
+        let (poll, before) = if this.watch {
+            let guard = Watching::enter(this.wrote);
+            (this.attempt.as_mut().poll(cx), guard.since)
+        } else {
+            let before = SCOPES.with(Cell::get).writes;
+            let _inside = Inside::enter();
+            (this.attempt.as_mut().poll(cx), before)
+        };
+        this.wrote |= SCOPES.with(Cell::get).writes != before;
+        poll
+    }
+}
+
+/// The innermost watched attempt set while it lives, the one it enclosed set back when it
+/// drops (even if the poll panics).
+struct Watching {
+    outer: Option<(u32, bool)>,
+    since: u32,
+}
+
+impl Watching {
+    fn enter(wrote: bool) -> Watching {
+        let outer = update(|scopes| Scopes {
+            watched: Some((scopes.writes, wrote)),
+            ..scopes
+        });
+        Watching {
+            outer: outer.watched,
+            since: outer.writes,
+        }
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let outer = self.outer;
+        update(|scopes| Scopes {
+            watched: outer,
+            ..scopes
+        });
+    }
+}
+
 /// A pinned attempt polled inside the scope: what the whole-body expansion awaits. A plain
 /// struct rather than an `async fn`, so that each annotated function adds no state machine
 /// for it.
 #[derive(Debug)]
 #[must_use = "futures do nothing unless polled"]
 pub struct Scoped<'a, F> {
-    attempt: core::pin::Pin<&'a mut F>,
+    attempt: Pin<&'a mut F>,
 }
 
 impl<'a, F: Future> Scoped<'a, F> {
     /// Polls `attempt` inside the scope.
-    pub fn new(attempt: core::pin::Pin<&'a mut F>) -> Self {
+    pub fn new(attempt: Pin<&'a mut F>) -> Self {
         Scoped { attempt }
     }
 }
@@ -55,38 +192,41 @@ impl<'a, F: Future> Scoped<'a, F> {
 impl<F: Future> Future for Scoped<'_, F> {
     type Output = F::Output;
 
-    fn poll(
-        self: core::pin::Pin<&mut Self>,
-        cx: &mut core::task::Context<'_>,
-    ) -> core::task::Poll<F::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let _inside = Inside::enter();
         self.get_mut().attempt.as_mut().poll(cx)
     }
 }
 
-/// The depth raised while it lives, lowered again when it drops (even if the poll
-/// panics). A guard rather than a function taking the poll as a closure, so that the
+/// One more whole attempt counted while it lives, one less when it drops (even if the
+/// poll panics). A guard rather than a function taking the poll as a closure, so that the
 /// thread-local access is compiled once, not once per annotated function.
 pub(crate) struct Inside;
 
 impl Inside {
-    /// Raises the depth until the guard drops.
+    /// Counts a whole attempt until the guard drops.
     pub(crate) fn enter() -> Inside {
-        DEPTH.with(|depth| depth.set(depth.get().saturating_add(1)));
+        update(|scopes| Scopes {
+            whole: scopes.whole.saturating_add(1),
+            ..scopes
+        });
         Inside
     }
 }
 
 impl Drop for Inside {
     fn drop(&mut self) {
-        DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+        update(|scopes| Scopes {
+            whole: scopes.whole.saturating_sub(1),
+            ..scopes
+        });
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use core::task::{Context, Poll, Waker};
+    use core::task::Waker;
 
     fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
         let mut future = core::pin::pin!(future);
@@ -125,9 +265,93 @@ mod tests {
     }
 
     #[test]
+    fn a_watched_attempt_sees_the_writes_made_while_it_is_polled_only() {
+        let mut quiet = core::pin::pin!(async { nested() });
+        let mut watched = Watched::new(quiet.as_mut(), true);
+        assert_eq!(poll_once(&mut watched), Poll::Ready(true));
+        assert!(!watched.wrote());
+
+        // A write outside the watched poll is not the attempt's.
+        record_write();
+        let mut writing = core::pin::pin!(async { record_write() });
+        let mut watched = Watched::new(writing.as_mut(), true);
+        record_write();
+        assert_eq!(poll_once(&mut watched), Poll::Ready(()));
+        assert!(watched.wrote());
+        assert!(!nested());
+    }
+
+    #[test]
+    fn a_write_in_a_later_poll_is_seen() {
+        let mut polls = 0;
+        let mut attempt = core::pin::pin!(core::future::poll_fn(|cx| {
+            polls += 1;
+            if polls == 1 {
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            record_write();
+            Poll::Ready(())
+        }));
+        let mut watched = Watched::new(attempt.as_mut(), true);
+        assert_eq!(poll_once(&mut watched), Poll::Pending);
+        assert!(!watched.wrote());
+        assert_eq!(poll_once(&mut watched), Poll::Ready(()));
+        assert!(watched.wrote());
+    }
+
+    /// Whether a D1 call would leave its failure to the attempt, before and after a write.
+    async fn nested_around_a_write() -> (bool, bool) {
+        let before = nested();
+        record_write();
+        (before, nested())
+    }
+
+    #[test]
+    fn calls_after_a_write_in_a_watched_attempt_retry_on_their_own() {
+        let mut attempt = core::pin::pin!(nested_around_a_write());
+        let watched = Watched::new(attempt.as_mut(), true);
+        assert_eq!(poll_once(watched), Poll::Ready((true, false)));
+        assert!(!nested());
+    }
+
+    #[test]
+    fn an_attempt_that_runs_again_whatever_it_did_keeps_its_calls_nested() {
+        // A `Retry` declared read-only or idempotent.
+        let mut attempt = core::pin::pin!(nested_around_a_write());
+        let vouched = Watched::new(attempt.as_mut(), false);
+        assert_eq!(poll_once(vouched), Poll::Ready((true, true)));
+        // A watched attempt inside a whole-body one, which would still run it again.
+        let mut attempt = core::pin::pin!(nested_around_a_write());
+        let inner = Watched::new(attempt.as_mut(), true);
+        assert_eq!(poll_once(scoped(inner)), Poll::Ready((true, true)));
+        assert!(!nested());
+    }
+
+    #[test]
+    fn an_attempt_watched_inside_one_that_wrote_decides_until_it_writes() {
+        let mut outer = core::pin::pin!(async {
+            record_write();
+            let after_outer_write = nested();
+            let mut inner = core::pin::pin!(nested_around_a_write());
+            let inner = Watched::new(inner.as_mut(), true).await;
+            (after_outer_write, inner, nested())
+        });
+        let outer = Watched::new(outer.as_mut(), true);
+        assert_eq!(poll_once(outer), Poll::Ready((false, (true, false), false)));
+        assert!(!nested());
+    }
+
+    #[test]
     fn a_panicking_poll_leaves_the_scope() {
         let caught = std::panic::catch_unwind(|| {
             let _ = poll_once(scoped(async { panic!("inside") }));
+        });
+        assert!(caught.is_err());
+        assert!(!nested());
+        let caught = std::panic::catch_unwind(|| {
+            let mut attempt = core::pin::pin!(async { panic!("inside") });
+            let _: Poll<()> = poll_once(Watched::new(attempt.as_mut(), true));
         });
         assert!(caught.is_err());
         assert!(!nested());

@@ -242,7 +242,7 @@ impl<S: Sleeper> Clock<'_, '_, S> {
     }
 
     fn succeeded(&self) {
-        self.execution.execution.call().succeeded();
+        self.execution.execution.succeeded();
     }
 
     /// After a failed attempt: `true` when it is retried, after the wait now set.

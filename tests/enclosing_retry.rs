@@ -1,0 +1,292 @@
+//! A `Retry` around D1 calls that d1-retry makes (a `#[d1_retry]` method's executions, a
+//! `Retry` inside): those calls leave their failures to the attempt until one of them may
+//! have written. From then on the `Retry` does not run the attempt again, which would write
+//! twice, and the calls after it retry on their own, as they do outside any `Retry`.
+//!
+//! Each test fails one statement once, before or after it ran, and counts the rows that
+//! landed and the calls D1 was sent. A raw D1 call in the attempt is out of d1-retry's
+//! sight: `Retry`'s docs say to give such a write a `Retry` of its own.
+
+use d1_retry::testing::{D1Database, Error, Fault, Message};
+use d1_retry::{Retry, RetryPolicy, d1_retry};
+use test_support::{calls_with, count, lose_once_after_running};
+
+const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
+const TIMED: RetryPolicy = NO_BUDGET.with_deadline(core::time::Duration::from_secs(10));
+
+const READ: &str = "SELECT count(*) AS n FROM orders";
+
+#[derive(serde::Deserialize, Debug, PartialEq)]
+struct Count {
+    n: i64,
+}
+
+struct Repo {
+    db: D1Database,
+}
+
+impl Repo {
+    /// Two inserts, each retried on its own when the method is called alone.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn place_two(&self) -> Result<(), Error> {
+        self.db
+            .prepare("INSERT INTO orders (item) VALUES ('a')")
+            .run()
+            .await?;
+        self.db
+            .prepare("INSERT INTO orders (item) VALUES ('b')")
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn place(&self, item: &str) -> Result<(), Error> {
+        self.db
+            .prepare("INSERT INTO orders (item) VALUES (?1)")
+            .bind(&[item.into()])?
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    /// Inserts 'a' unless it is there (the table has a unique index on `item`).
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn place_unless_there(&self) -> Result<(), Error> {
+        self.db
+            .prepare("INSERT OR IGNORE INTO orders (item) VALUES ('a')")
+            .run()
+            .await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn order_count(&self) -> Result<i64, Error> {
+        let count: Option<Count> = self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders")
+            .first(None)
+            .await?;
+        Ok(count.map_or(0, |count| count.n))
+    }
+}
+
+fn database() -> D1Database {
+    let db = D1Database::open_in_memory().unwrap();
+    db.with_connection(|c| {
+        c.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);")
+    })
+    .unwrap();
+    db
+}
+
+/// A database whose first call with `fragment` in its SQL fails before D1 ran it, once.
+fn not_executed_once(fragment: &str) -> D1Database {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::CannotResolve)
+            .before_execution()
+            .when_sql_contains(fragment)
+            .times(1),
+    );
+    db
+}
+
+fn landed(db: &D1Database, item: &str) -> i64 {
+    count(
+        db,
+        &format!("SELECT count(*) FROM orders WHERE item = '{item}'"),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completed_write_of_an_annotated_method_is_not_run_again() {
+    for timed in [false, true] {
+        let db = not_executed_once("'b'");
+        let repo = Repo { db: db.clone() };
+        let retry = Retry::new("orders.place");
+        let result = if timed {
+            retry.policy(TIMED).run_timed(|| repo.place_two()).await
+        } else {
+            retry.policy(NO_BUDGET).run(|| repo.place_two()).await
+        };
+        // The second insert failed before it ran: it is made again on its own, as running
+        // the attempt again would insert 'a' twice.
+        assert!(result.is_ok(), "timed: {timed}");
+        assert_eq!(
+            (landed(&db, "a"), landed(&db, "b")),
+            (1, 1),
+            "timed: {timed}"
+        );
+        assert_eq!(calls_with(&db, "'a'"), 1, "timed: {timed}");
+        assert_eq!(calls_with(&db, "'b'"), 2, "timed: {timed}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_failing_after_a_completed_write_does_not_run_the_write_again() {
+    let db = not_executed_once(READ);
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.place_and_count")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            repo.place("a").await?;
+            repo.order_count().await
+        })
+        .await;
+    assert_eq!(result.unwrap(), 1);
+    assert_eq!(calls_with(&db, "VALUES (?1)"), 1);
+    assert_eq!(calls_with(&db, READ), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_the_attempt_ignored_after_it_may_have_run_is_not_run_again() {
+    let db = database();
+    lose_once_after_running(&db, "VALUES (?1)");
+    db.add_fault(
+        Fault::new(Message::CannotResolve)
+            .before_execution()
+            .when_sql_contains(READ)
+            .times(1),
+    );
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.place_and_count")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            // The attempt goes on whatever became of the insert: it may have landed.
+            let _ = repo.place("a").await;
+            repo.order_count().await
+        })
+        .await;
+    assert_eq!(result.unwrap(), 1);
+    assert_eq!(calls_with(&db, "VALUES (?1)"), 1);
+    assert_eq!(calls_with(&db, READ), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completed_write_inside_a_retry_of_its_own_is_not_run_again() {
+    let db = not_executed_once(READ);
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("outer")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            // A raw insert with a `Retry` of its own, as `Retry`'s docs advise.
+            Retry::new("inner")
+                .policy(NO_BUDGET)
+                .run(|| async {
+                    repo.db
+                        .prepare("INSERT INTO orders (item) VALUES ('a')")
+                        .run()
+                        .await
+                })
+                .await?;
+            repo.order_count().await
+        })
+        .await;
+    assert_eq!(result.unwrap(), 1);
+    assert_eq!(calls_with(&db, "VALUES ('a')"), 1);
+    assert_eq!(calls_with(&db, READ), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn reads_inside_the_attempt_are_still_made_again() {
+    let db = not_executed_once(READ);
+    db.with_connection(|c| c.execute("INSERT INTO orders (item) VALUES ('a')", []))
+        .unwrap();
+    let repo = Repo { db: db.clone() };
+    let count = Retry::new("orders.count")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            let first = repo.order_count().await?;
+            let second = repo.order_count().await?;
+            Ok::<_, Error>(first + second)
+        })
+        .await;
+    // The first read completed, the second failed before it ran: the attempt runs again.
+    assert_eq!(count.unwrap(), 2);
+    assert_eq!(calls_with(&db, READ), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_that_failed_before_it_ran_is_run_again() {
+    let db = not_executed_once("VALUES (?1)");
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.place")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            let before = repo.order_count().await?;
+            repo.place("a").await?;
+            Ok::<_, Error>(before)
+        })
+        .await;
+    // Nothing that may write completed before the failure: the attempt is made again.
+    assert_eq!(result.unwrap(), 0);
+    assert_eq!(landed(&db, "a"), 1);
+    assert_eq!(calls_with(&db, "VALUES (?1)"), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_declared_idempotent_is_run_again_after_its_write() {
+    let db = not_executed_once(READ);
+    db.with_connection(|c| c.execute_batch("CREATE UNIQUE INDEX one_item ON orders (item);"))
+        .unwrap();
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.upsert")
+        .policy(NO_BUDGET)
+        .idempotent(true)
+        .run(|| async {
+            repo.place_unless_there().await?;
+            repo.order_count().await
+        })
+        .await;
+    // The caller vouched that running the attempt twice is running it once.
+    assert_eq!(result.unwrap(), 1);
+    assert_eq!(calls_with(&db, "OR IGNORE"), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_raw_call_failing_after_an_annotated_write_does_not_run_the_write_again() {
+    let db = not_executed_once(READ);
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.place_and_count")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            repo.place("a").await?;
+            // Out of d1-retry's sight: its failure is the attempt's.
+            repo.db.prepare(READ).first::<Count>(None).await
+        })
+        .await;
+    // It failed before it ran, but running the attempt again would insert 'a' twice.
+    assert!(result.is_err());
+    assert_eq!(landed(&db, "a"), 1);
+    assert_eq!(calls_with(&db, READ), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn attempts_never_multiply() {
+    // Before any write the attempt decides: 5 attempts of the read in all, not 5 × 5.
+    let db = database();
+    db.add_fault(Fault::new(Message::CannotResolve).when_sql_contains(READ));
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.count")
+        .policy(NO_BUDGET)
+        .run(|| repo.order_count())
+        .await;
+    assert!(result.is_err());
+    assert_eq!(calls_with(&db, READ), 5);
+
+    // After a write the read decides, and the attempt is not made again.
+    let db = database();
+    db.add_fault(Fault::new(Message::CannotResolve).when_sql_contains(READ));
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.place_and_count")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            repo.place("a").await?;
+            repo.order_count().await
+        })
+        .await;
+    assert!(result.is_err());
+    assert_eq!(calls_with(&db, READ), 5);
+    assert_eq!(landed(&db, "a"), 1);
+}
