@@ -50,6 +50,17 @@ impl Repo {
         Ok(())
     }
 
+    /// An insert whose future is stored before it is awaited.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn place_stored(&self) -> Result<(), Error> {
+        let statement = self
+            .db
+            .prepare("INSERT INTO orders (item) VALUES ('stored')");
+        let insert = statement.run();
+        insert.await?;
+        Ok(())
+    }
+
     /// Inserts 'a' unless it is there (the table has a unique index on `item`).
     #[d1_retry(policy = NO_BUDGET)]
     async fn place_unless_there(&self) -> Result<(), Error> {
@@ -160,6 +171,22 @@ async fn a_write_the_attempt_ignored_after_it_may_have_run_is_not_run_again() {
         .await;
     assert_eq!(result.unwrap(), 1);
     assert_eq!(calls_with(&db, "VALUES (?1)"), 1);
+    assert_eq!(calls_with(&db, READ), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_completed_write_stored_before_it_was_awaited_is_not_run_again() {
+    let db = not_executed_once(READ);
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.place_and_count")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            repo.place_stored().await?;
+            repo.order_count().await
+        })
+        .await;
+    assert_eq!(result.unwrap(), 1);
+    assert_eq!(calls_with(&db, "'stored'"), 1);
     assert_eq!(calls_with(&db, READ), 2);
 }
 

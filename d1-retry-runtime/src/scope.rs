@@ -300,6 +300,24 @@ mod tests {
         assert!(watched.wrote());
     }
 
+    #[test]
+    fn a_write_in_an_earlier_poll_is_remembered() {
+        let mut polls = 0;
+        let mut attempt = core::pin::pin!(core::future::poll_fn(|cx| {
+            polls += 1;
+            if polls == 1 {
+                record_write();
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Poll::Ready(nested())
+        }));
+        let mut watched = Watched::new(attempt.as_mut(), true);
+        assert_eq!(poll_once(&mut watched), Poll::Pending);
+        assert_eq!(poll_once(&mut watched), Poll::Ready(false));
+        assert!(watched.wrote());
+    }
+
     /// Whether a D1 call would leave its failure to the attempt, before and after a write.
     async fn nested_around_a_write() -> (bool, bool) {
         let before = nested();
