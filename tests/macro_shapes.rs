@@ -244,6 +244,30 @@ async fn anyhow_error_whole(db: &FakeDb) -> anyhow::Result<u64> {
     Ok(db.prepare("SELECT 1").run().await?)
 }
 
+/// An error whose text hides D1's, and whose `source()` holds it.
+#[derive(Debug)]
+struct Loading(DbError);
+
+impl Display for Loading {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("loading the order failed")
+    }
+}
+
+impl std::error::Error for Loading {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+/// Retried as a whole, a `Box<dyn Error>` that is not `Send + Sync` (so neither `Error`
+/// nor `AsRef<dyn Error + Send + Sync>`): read through `AsRef<dyn Error>`, its chain
+/// included.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn local_boxed_error_whole(db: &FakeDb) -> Result<u64, Box<dyn std::error::Error>> {
+    Ok(db.prepare("SELECT 1").run().await.map_err(Loading)?)
+}
+
 /// Retried as a whole, an error type the body cannot name: read from the error value.
 #[d1_retry(idempotent, policy = NO_BUDGET)]
 async fn impl_error_whole(db: &FakeDb) -> Result<u64, impl std::error::Error> {
@@ -322,6 +346,9 @@ async fn every_supported_error_type_is_classified() {
     assert_eq!(db.calls(), 2);
     let db = FakeDb::failing(&[NETWORK_LOST]);
     assert_eq!(impl_error_whole(&db).await.ok(), Some(1));
+    assert_eq!(db.calls(), 2);
+    let db = FakeDb::failing(&[NETWORK_LOST]);
+    assert_eq!(local_boxed_error_whole(&db).await.ok(), Some(1));
     assert_eq!(db.calls(), 2);
 }
 

@@ -1180,7 +1180,7 @@ impl Finder<'_> {
         // Spanned at the method, so an error type the runtime cannot read is reported there.
         quote_spanned! {span=>
             .classify_timed(
-                |#error| (&&&#private::Probe::of(#error)).d1_retry_classifier()(#error),
+                |#error| (&&&&#private::Probe::of(#error)).d1_retry_classifier()(#error),
                 |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
             )
         }

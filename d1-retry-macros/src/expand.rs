@@ -77,9 +77,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             // Only the traits the sites need: every trait in scope is one more candidate
             // for each method call of the body to be checked against.
             let timed_traits = timed.then(|| quote!(ViaFromTimedOut as _, ViaNoTimedOut as _,));
-            let probe_traits = found
-                .probes_errors
-                .then(|| quote!(ViaAsRefError as _, ViaDisplay as _, ViaError as _,));
+            let probe_traits = found.probes_errors.then(|| {
+                quote!(
+                    ViaAsRefError as _,
+                    ViaAsRefLocalError as _,
+                    ViaDisplay as _,
+                    ViaError as _,
+                )
+            });
             quote! {
                 #policy_check
                 #[allow(unused_imports)]
@@ -202,12 +207,12 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     let classify = if names_a_type(parts.error_type) {
         let error_type = respan(parts.error_type, parts.error_span);
         quote_spanned! {parts.error_span=>
-            (&&&#private::Probe::<#error_type>::NEW).d1_retry_classifier()
+            (&&&&#private::Probe::<#error_type>::NEW).d1_retry_classifier()
         }
     } else {
         let error = local("__d1_retry_error");
         quote_spanned! {parts.error_span=>
-            |#error| (&&&#private::Probe::of(#error)).d1_retry_classifier()(#error)
+            |#error| (&&&&#private::Probe::of(#error)).d1_retry_classifier()(#error)
         }
     };
     let each_attempt = if parts.timed {
@@ -226,7 +231,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
         #record
         let #plan = #plan_init;
         #[allow(unused_imports)]
-        use #private::{ViaAsRefError as _, ViaDisplay as _, ViaError as _};
+        use #private::{ViaAsRefError as _, ViaAsRefLocalError as _, ViaDisplay as _, ViaError as _};
         loop {
             #each_attempt
         }

@@ -5,7 +5,7 @@ pub use crate::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::decide::Access;
 pub use crate::driver::{Attempt, Driver, Plan, Turn};
 pub use crate::execution::{Attempting, Execution, Once, PlainExecution};
-pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaDisplay, ViaError};
+pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaAsRefLocalError, ViaDisplay, ViaError};
 pub use crate::operation::OperationName;
 pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::receiver::{

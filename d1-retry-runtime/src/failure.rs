@@ -86,11 +86,12 @@ impl fmt::Debug for Failure<'_> {
 }
 
 /// Autoref dispatch on the error type: the macro calls
-/// `(&&&Probe::<E>::NEW).d1_retry_classifier()` and the most specific of these impls that
+/// `(&&&&Probe::<E>::NEW).d1_retry_classifier()` and the most specific of these impls that
 /// `E` satisfies is picked at compile time. This is what lets `#[d1_retry]` accept
-/// `std::error::Error` types (read with their cause chain), `anyhow::Error`-like types
-/// (`AsRef<dyn Error>`), and plain `Display` types such as `String`, without a wrapper type
-/// forced on the user.
+/// `std::error::Error` types (read with their cause chain), `anyhow::Error`-like types and
+/// boxed errors (`AsRef<dyn Error + Send + Sync>`, or `AsRef<dyn Error>` for a
+/// `Box<dyn Error>`, read with their chain too), and plain `Display` types such as `String`,
+/// without a wrapper type forced on the user.
 ///
 /// The probe holds no error and returns a function rather than a verdict: the function is
 /// one per error type, shared by every annotated function that returns it, where a closure
@@ -115,7 +116,7 @@ pub trait ViaError<E: ?Sized> {
     fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e>;
 }
 
-impl<E: Error + 'static> ViaError<E> for &&Probe<E> {
+impl<E: Error + 'static> ViaError<E> for &&&Probe<E> {
     #[inline(always)]
     fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e> {
         from_error
@@ -132,7 +133,7 @@ pub trait ViaAsRefError<E: ?Sized> {
     fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e>;
 }
 
-impl<E> ViaAsRefError<E> for &Probe<E>
+impl<E> ViaAsRefError<E> for &&Probe<E>
 where
     E: AsRef<dyn Error + Send + Sync + 'static> + ?Sized,
 {
@@ -148,6 +149,31 @@ where
 {
     let error: &(dyn Error + Send + Sync + 'static) = error.as_ref();
     Failure::from_error(error)
+}
+
+/// Picked for `E: AsRef<dyn Error>` that is not `Send + Sync`, such as `Box<dyn Error>`:
+/// neither `Error` nor the `AsRef` above, and read by its text alone, it would hide a D1
+/// failure in its `source()`.
+pub trait ViaAsRefLocalError<E: ?Sized> {
+    /// How an error of type `E` is classified.
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e>;
+}
+
+impl<E> ViaAsRefLocalError<E> for &Probe<E>
+where
+    E: AsRef<dyn Error + 'static> + ?Sized,
+{
+    #[inline(always)]
+    fn d1_retry_classifier(&self) -> for<'e> fn(&'e E) -> Failure<'e> {
+        from_as_ref_local_error
+    }
+}
+
+fn from_as_ref_local_error<E>(error: &E) -> Failure<'_>
+where
+    E: AsRef<dyn Error + 'static> + ?Sized,
+{
+    Failure::from_error(error.as_ref())
 }
 
 /// Picked for any other `E: Display`, classified by its text alone.
@@ -168,7 +194,7 @@ fn from_display<E: fmt::Display>(error: &E) -> Failure<'_> {
 }
 
 #[cfg(test)]
-// The probe is called as the expansion calls it, whatever the error type: `&&&`.
+// The probe is called as the expansion calls it, whatever the error type: `&&&&`.
 #[allow(clippy::needless_borrow)]
 mod tests {
     use super::*;
@@ -207,14 +233,14 @@ mod tests {
     #[test]
     fn the_probe_reads_an_error_type_with_its_chain() {
         let error = loading();
-        let classify = (&&&Probe::<Loading>::NEW).d1_retry_classifier();
+        let classify = (&&&&Probe::<Loading>::NEW).d1_retry_classifier();
         assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
         // Read by its text alone, the same error would be permanent: the chain decided.
         assert_eq!(
             Failure::from_display(&error).class(),
             FailureClass::Permanent
         );
-        let classify = (&&&Probe::of(&error)).d1_retry_classifier();
+        let classify = (&&&&Probe::of(&error)).d1_retry_classifier();
         assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
     }
 
@@ -222,13 +248,23 @@ mod tests {
     fn the_probe_reads_a_boxed_error_through_as_ref_with_its_chain() {
         type Boxed = Box<dyn Error + Send + Sync>;
         let error: Boxed = Box::new(loading());
-        let classify = (&&&Probe::<Boxed>::NEW).d1_retry_classifier();
+        let classify = (&&&&Probe::<Boxed>::NEW).d1_retry_classifier();
+        assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
+    }
+
+    #[test]
+    fn the_probe_reads_a_box_that_is_not_send_through_as_ref_with_its_chain() {
+        type Boxed = Box<dyn Error>;
+        let error: Boxed = Box::new(loading());
+        let classify = (&&&&Probe::<Boxed>::NEW).d1_retry_classifier();
+        assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
+        let classify = (&&&&Probe::of(&error)).d1_retry_classifier();
         assert_eq!(classify(&error).class(), FailureClass::MaybeExecuted);
     }
 
     #[test]
     fn the_probe_reads_a_display_type_by_its_text() {
-        let classify = (&&&Probe::<String>::NEW).d1_retry_classifier();
+        let classify = (&&&&Probe::<String>::NEW).d1_retry_classifier();
         let lost = crate::fake::LOST.to_owned();
         assert_eq!(classify(&lost).class(), FailureClass::MaybeExecuted);
         assert_eq!(format!("{}", classify(&lost)), crate::fake::LOST);
