@@ -134,71 +134,39 @@ async fn a_completed_write_of_an_annotated_method_is_not_run_again() {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_read_failing_after_a_completed_write_does_not_run_the_write_again() {
-    let db = not_executed_once(READ);
-    let repo = Repo { db: db.clone() };
-    let result = Retry::new("orders.place_and_count")
-        .policy(NO_BUDGET)
-        .run(|| async {
-            repo.place("a").await?;
-            repo.order_count().await
-        })
-        .await;
-    assert_eq!(result.unwrap(), 1);
-    assert_eq!(calls_with(&db, "VALUES (?1)"), 1);
-    assert_eq!(calls_with(&db, READ), 2);
+/// How the attempt makes its write, before the read that fails.
+#[derive(Clone, Copy, Debug)]
+enum Write {
+    /// An annotated method.
+    Annotated,
+    /// An annotated method whose maybe-executed failure the attempt ignores.
+    Ignored,
+    /// An annotated method whose insert is stored before it is awaited.
+    Stored,
+    /// A raw insert with a `Retry` of its own, as `Retry`'s docs advise.
+    OwnRetry,
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_write_the_attempt_ignored_after_it_may_have_run_is_not_run_again() {
-    let db = database();
-    lose_once_after_running(&db, "VALUES (?1)");
-    db.add_fault(
-        Fault::new(Message::CannotResolve)
-            .before_execution()
-            .when_sql_contains(READ)
-            .times(1),
-    );
-    let repo = Repo { db: db.clone() };
-    let result = Retry::new("orders.place_and_count")
-        .policy(NO_BUDGET)
-        .run(|| async {
-            // The attempt goes on whatever became of the insert: it may have landed.
-            let _ = repo.place("a").await;
-            repo.order_count().await
-        })
-        .await;
-    assert_eq!(result.unwrap(), 1);
-    assert_eq!(calls_with(&db, "VALUES (?1)"), 1);
-    assert_eq!(calls_with(&db, READ), 2);
-}
+impl Write {
+    /// The SQL of the insert, as the journal shows it.
+    fn sql(self) -> &'static str {
+        match self {
+            Write::Annotated | Write::Ignored => "VALUES (?1)",
+            Write::Stored => "'stored'",
+            Write::OwnRetry => "VALUES ('a')",
+        }
+    }
 
-#[tokio::test(start_paused = true)]
-async fn a_completed_write_stored_before_it_was_awaited_is_not_run_again() {
-    let db = not_executed_once(READ);
-    let repo = Repo { db: db.clone() };
-    let result = Retry::new("orders.place_and_count")
-        .policy(NO_BUDGET)
-        .run(|| async {
-            repo.place_stored().await?;
-            repo.order_count().await
-        })
-        .await;
-    assert_eq!(result.unwrap(), 1);
-    assert_eq!(calls_with(&db, "'stored'"), 1);
-    assert_eq!(calls_with(&db, READ), 2);
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_completed_write_inside_a_retry_of_its_own_is_not_run_again() {
-    let db = not_executed_once(READ);
-    let repo = Repo { db: db.clone() };
-    let result = Retry::new("outer")
-        .policy(NO_BUDGET)
-        .run(|| async {
-            // A raw insert with a `Retry` of its own, as `Retry`'s docs advise.
-            Retry::new("inner")
+    async fn make(self, repo: &Repo) -> Result<(), Error> {
+        match self {
+            Write::Annotated => repo.place("a").await,
+            Write::Ignored => {
+                // The attempt goes on whatever became of the insert: it may have landed.
+                let _ = repo.place("a").await;
+                Ok(())
+            }
+            Write::Stored => repo.place_stored().await,
+            Write::OwnRetry => Retry::new("inner")
                 .policy(NO_BUDGET)
                 .run(|| async {
                     repo.db
@@ -206,13 +174,37 @@ async fn a_completed_write_inside_a_retry_of_its_own_is_not_run_again() {
                         .run()
                         .await
                 })
-                .await?;
-            repo.order_count().await
-        })
-        .await;
-    assert_eq!(result.unwrap(), 1);
-    assert_eq!(calls_with(&db, "VALUES ('a')"), 1);
-    assert_eq!(calls_with(&db, READ), 2);
+                .await
+                .map(drop),
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_failing_after_a_completed_write_does_not_run_the_write_again() {
+    for write in [
+        Write::Annotated,
+        Write::Ignored,
+        Write::Stored,
+        Write::OwnRetry,
+    ] {
+        let db = not_executed_once(READ);
+        if let Write::Ignored = write {
+            lose_once_after_running(&db, write.sql());
+        }
+        let repo = Repo { db: db.clone() };
+        let result = Retry::new("orders.place_and_count")
+            .policy(NO_BUDGET)
+            .run(|| async {
+                write.make(&repo).await?;
+                repo.order_count().await
+            })
+            .await;
+        // The read is made again on its own; the attempt, with the write, is not.
+        assert_eq!(result.unwrap(), 1, "{write:?}");
+        assert_eq!(calls_with(&db, write.sql()), 1, "{write:?}");
+        assert_eq!(calls_with(&db, READ), 2, "{write:?}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
