@@ -14,8 +14,8 @@
 //! | [`Unretryable`](Access::Unretryable): a `read_only` attempt that ran a write | never | never | never |
 //! | [`WroteBefore`](Access::WroteBefore): an attempt in which a D1 call that may write ran before the failure | never | never | never |
 //!
-//! A retry the table allows is still withheld, in this order, when an enclosing
-//! whole-body attempt decides instead ([`Withheld::Nested`]), when the call has used its
+//! A retry the table allows is still withheld, in this order, when an enclosing attempt
+//! that will run the call again decides instead ([`Withheld::Nested`]), when the call has used its
 //! `max_attempts - 1` retries ([`Withheld::Exhausted`]), when the retry budget is spent
 //! ([`Withheld::Budget`]), or when the call's deadline would pass before the retry's wait
 //! ends ([`Withheld::Deadline`]).
@@ -135,7 +135,9 @@ pub enum Withheld {
     /// The attempt made a D1 call that may have written before it failed: running it
     /// again would make that call twice.
     WroteBefore,
-    /// An enclosing `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]` attempt decides.
+    /// An enclosing attempt that will run the call again decides: a
+    /// `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]` body, or a `Retry` whose attempt
+    /// has not written yet.
     Nested,
     /// The call has used all its retries.
     Exhausted,
@@ -170,7 +172,8 @@ pub struct Facts {
     pub class: FailureClass,
     /// What running the failed work again could do.
     pub access: Access,
-    /// An enclosing whole-body attempt is running: it decides, not this call.
+    /// An enclosing attempt that will run this call again is running: it decides, not
+    /// this call.
     pub nested: bool,
     /// Retries the call has already made (all its executions together).
     pub retries_made: u32,
