@@ -7,9 +7,10 @@
 
 use core::cell::Cell;
 use core::time::Duration;
+use std::cell::RefCell;
 use std::error::Error as StdError;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Once;
 
 use d1_retry_runtime::__private::Failure;
 use d1_retry_runtime::{FailureClass, Retry, RetryPolicy, classify};
@@ -225,8 +226,35 @@ fn a_failure_keeps_the_worker_error_that_decided_and_logs_it_without_walking_aga
     assert_eq!(error.sources.get(), walked, "formatting walked the chain");
 }
 
-#[derive(Clone, Default)]
-struct Failures(Arc<Mutex<Vec<String>>>);
+/// The `d1.failure` fields logged on each test thread that is capturing them.
+///
+/// One global subscriber, not one `set_default` per test: tracing caches each call site's
+/// interest globally, and a site first reached on a thread with no subscriber (another test
+/// of this binary that logs without one) can be cached as "never", dropping this test's
+/// lines (it did, once, in a loaded CI run).
+struct Failures;
+
+thread_local! {
+    static CAPTURED: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+impl Failures {
+    /// Starts capturing this thread's `d1.failure` fields.
+    fn capture() {
+        static GLOBAL: Once = Once::new();
+        GLOBAL.call_once(|| {
+            let subscriber = tracing_subscriber::registry().with(Failures);
+            tracing::subscriber::set_global_default(subscriber)
+                .unwrap_or_else(|error| panic!("{error}"));
+        });
+        CAPTURED.with(|captured| *captured.borrow_mut() = Some(Vec::new()));
+    }
+
+    /// What this thread captured, ending the capture.
+    fn take() -> Vec<String> {
+        CAPTURED.with(|captured| captured.borrow_mut().take().unwrap_or_default())
+    }
+}
 
 struct FailureField<'a>(&'a mut Option<String>);
 
@@ -242,18 +270,19 @@ impl<S: Subscriber> Layer<S> for Failures {
     fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
         let mut failure = None;
         event.record(&mut FailureField(&mut failure));
-        if let (Some(failure), Ok(mut seen)) = (failure, self.0.lock()) {
-            seen.push(failure);
+        if let Some(failure) = failure {
+            CAPTURED.with(|captured| {
+                if let Some(seen) = captured.borrow_mut().as_mut() {
+                    seen.push(failure);
+                }
+            });
         }
     }
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_read_failing_as_all_does_is_retried_and_logged_with_the_javascript_message() {
-    let failures = Failures::default();
-    let subscriber = tracing_subscriber::registry().with(failures.clone());
-    let _guard = tracing::subscriber::set_default(subscriber);
-
+    Failures::capture();
     let calls = Cell::new(0);
     let result: Result<u32, Error> = Retry::new("users.list")
         .read_only(true)
@@ -272,11 +301,7 @@ async fn a_read_failing_as_all_does_is_retried_and_logged_with_the_javascript_me
         .await;
     assert!(matches!(result, Ok(3)));
     assert_eq!(calls.get(), 3);
-    let seen = failures
-        .0
-        .lock()
-        .map(|seen| seen.clone())
-        .unwrap_or_default();
+    let seen = Failures::take();
     // The JavaScript message, not `worker::Error`'s `Error: ...` Display.
     assert_eq!(
         seen,
