@@ -216,7 +216,8 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         let operation = OperationName::Named(self.operation);
         let (mut driver, access) = self.into_driver(&policy, &operation);
         loop {
-            // The attempt runs as a whole: D1 calls inside it do not retry on their own.
+            // The attempt runs as a whole: D1 calls inside it do not retry on their own
+            // until one of them may have written (`Watched`).
             let mut current = core::pin::pin!(attempt());
             let mut watched = Watched::new(current.as_mut(), access.may_write());
             let error = match (&mut watched).await {
