@@ -44,6 +44,23 @@ impl<'e> Failure<'e> {
         }
     }
 
+    /// [`from_error`](Self::from_error) for an error whose type is known: the same reading,
+    /// except that a `worker::Error` (the `worker` feature) is read without being made a
+    /// `dyn Error` (see `classify/link.rs`), which is what every retried D1 call in a Worker
+    /// fails with.
+    #[inline]
+    pub(crate) fn of<E: Error + 'static>(error: &'e E) -> Self {
+        #[cfg(feature = "worker")]
+        if let Some(error) = (error as &dyn core::any::Any).downcast_ref::<worker::Error>() {
+            let (class, text) = crate::classify::classify_worker_chain(error);
+            return Failure {
+                class,
+                text: Text::Chain(text),
+            };
+        }
+        Failure::from_error(error)
+    }
+
     /// Classifies a value that is only `Display` by its text, read like one link of a chain.
     /// Its `Display` is the value's own.
     pub fn from_display(error: &'e dyn fmt::Display) -> Self {
@@ -124,7 +141,7 @@ impl<E: Error + 'static> ViaError<E> for &&&Probe<E> {
 }
 
 fn from_error<E: Error + 'static>(error: &E) -> Failure<'_> {
-    Failure::from_error(error)
+    Failure::of(error)
 }
 
 /// Picked for `E: AsRef<dyn Error + Send + Sync>`, such as `anyhow::Error` and boxed errors.

@@ -142,7 +142,7 @@ pub trait ExecutionError {
 impl<E: std::error::Error + 'static> ExecutionError for E {
     #[inline]
     fn d1_failure(&self) -> Failure<'_> {
-        Failure::from_error(self)
+        Failure::of(self)
     }
 }
 

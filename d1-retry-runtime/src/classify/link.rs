@@ -23,7 +23,9 @@ pub(super) enum Link<'e> {
     /// Read from the JavaScript texts of a `worker::Error`.
     #[cfg(feature = "worker")]
     Worker {
-        error: &'e (dyn Error + 'static),
+        /// The link as a `dyn Error`, for its `source()`; `None` for a `worker::Error` the
+        /// chain starts with, which is never made one (see [`Link::worker`]).
+        error: Option<&'e (dyn Error + 'static)>,
         reading: WorkerLink<'e>,
     },
 }
@@ -33,17 +35,46 @@ impl<'e> Link<'e> {
     pub(super) fn of(error: &'e (dyn Error + 'static)) -> Self {
         #[cfg(feature = "worker")]
         if let Some(reading) = WorkerLink::of(error) {
-            return Link::Worker { error, reading };
+            return Link::Worker {
+                error: Some(error),
+                reading,
+            };
         }
         Link::Display(error)
     }
 
-    /// The error itself, for its `source()`.
-    pub(super) fn error(self) -> &'e (dyn Error + 'static) {
+    /// A `worker::Error` the chain starts with, read without making it a `dyn Error`:
+    /// the vtable of one would link `worker::Error`'s `Debug`, which nothing here calls, into
+    /// every codegen unit that made it (1.7 KB of the example Worker's wasm,
+    /// BENCHMARKS.md section 5).
+    #[cfg(feature = "worker")]
+    pub(super) fn worker(error: &'e worker::Error) -> Self {
+        Link::Worker {
+            error: None,
+            reading: WorkerLink::Error(error),
+        }
+    }
+
+    /// The next link of the chain.
+    pub(super) fn source(self) -> Option<&'e (dyn Error + 'static)> {
         match self {
-            Link::Display(error) => error,
+            Link::Display(error) => error.source(),
             #[cfg(feature = "worker")]
-            Link::Worker { error, .. } => error,
+            Link::Worker {
+                error: Some(error), ..
+            } => error.source(),
+            #[cfg(feature = "worker")]
+            Link::Worker { reading, .. } => reading.source(),
+        }
+    }
+
+    /// The link's `Display`, in tests.
+    #[cfg(test)]
+    pub(super) fn to_text(self) -> String {
+        match self {
+            Link::Display(error) => error.to_string(),
+            #[cfg(feature = "worker")]
+            Link::Worker { reading, .. } => reading.to_string(),
         }
     }
 

@@ -235,7 +235,17 @@ pub fn classify(error: &(dyn Error + 'static)) -> FailureClass {
 pub(crate) fn classify_chain<'e>(
     error: &'e (dyn Error + 'static),
 ) -> (FailureClass, ChainText<'e>) {
-    let walk = walk(error);
+    classified(walk(error))
+}
+
+/// [`classify_chain`] for a `worker::Error`, read as the outermost link without being made a
+/// `dyn Error` (see [`Link::worker`]).
+#[cfg(feature = "worker")]
+pub(crate) fn classify_worker_chain(error: &worker::Error) -> (FailureClass, ChainText<'_>) {
+    classified(walk_from(Link::worker(error)))
+}
+
+fn classified(walk: Walk<'_>) -> (FailureClass, ChainText<'_>) {
     let class = walk
         .decision
         .map_or(FailureClass::Permanent, |decision| decision.class);
@@ -304,7 +314,10 @@ struct Decision<'e> {
 /// through [`Link`] and nowhere else, so the classifier and the log text see each link the
 /// same way.
 fn walk<'e>(error: &'e (dyn Error + 'static)) -> Walk<'e> {
-    let outer = Link::of(error);
+    walk_from(Link::of(error))
+}
+
+fn walk_from(outer: Link<'_>) -> Walk<'_> {
     let mut link = outer;
     for depth in 0..MAX_CHAIN_LEN {
         if let Some(class) = link.class() {
@@ -314,7 +327,7 @@ fn walk<'e>(error: &'e (dyn Error + 'static)) -> Walk<'e> {
                 decision: Some(decision),
             };
         }
-        match link.error().source() {
+        match link.source() {
             Some(source) => link = Link::of(source),
             None => break,
         }
@@ -371,7 +384,7 @@ mod tests {
             })
         ));
         assert_eq!(
-            decision.map(|d| d.link.error().to_string()),
+            decision.map(|d| d.link.to_text()),
             Some("Network connection lost.".to_owned())
         );
     }
@@ -381,9 +394,9 @@ mod tests {
         let error = chain(&["loading user", "D1_ERROR", "Network connection lost."]);
         let (class, text) = classify_chain(&error);
         assert_eq!(class, FailureClass::MaybeExecuted);
-        assert_eq!(text.outer.error().to_string(), "loading user");
+        assert_eq!(text.outer.to_text(), "loading user");
         assert_eq!(
-            text.decider.map(|link| link.error().to_string()),
+            text.decider.map(|link| link.to_text()),
             Some("Network connection lost.".to_owned())
         );
         let outer = chain(&["Network connection lost.", "x"]);

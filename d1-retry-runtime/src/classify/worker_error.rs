@@ -68,6 +68,16 @@ impl<'e> WorkerLink<'e> {
         None
     }
 
+    /// The next link of the chain: a `worker::Error`'s `source()` (an `UnknownJsError`'s
+    /// cause), called on the type itself; a D1 variant's `Display` has none here, as its
+    /// own link's `source()` is the caller's.
+    pub(super) fn source(self) -> Option<&'e (dyn StdError + 'static)> {
+        match self {
+            WorkerLink::Error(error) => StdError::source(error),
+            WorkerLink::DisplayedD1(_) => None,
+        }
+    }
+
     /// The class this link decides, if any.
     ///
     /// The first text of a `worker::Error` that decides, decides the link: the JavaScript
@@ -328,6 +338,58 @@ mod tests {
             source.map(class_of),
             Some(Some(Some(FailureClass::MaybeExecuted)))
         );
+    }
+
+    /// A `worker::Error` a call failed with is read without being made a `dyn Error`
+    /// (`Failure::of`): the same class and log text as through one, chain included.
+    #[test]
+    fn a_worker_error_read_as_its_own_type_reads_as_through_dyn_error() {
+        use crate::failure::Failure;
+        let cases = [
+            (
+                unknown_js(
+                    "D1_ERROR",
+                    Some(unknown_js(
+                        "D1_ERROR",
+                        Some(unknown_js("Network connection lost.", None)),
+                    )),
+                ),
+                FailureClass::MaybeExecuted,
+                "D1_ERROR: Network connection lost.",
+            ),
+            (
+                unknown_js(
+                    "loading",
+                    Some(unknown_js("UNIQUE: SQLITE_CONSTRAINT", None)),
+                ),
+                FailureClass::Permanent,
+                "loading: UNIQUE: SQLITE_CONSTRAINT",
+            ),
+            (
+                unknown_js("loading", Some(unknown_js("no rows", None))),
+                FailureClass::Permanent,
+                "loading",
+            ),
+            (
+                Error::JsError("D1 DB is overloaded. Too many requests queued.".to_owned()),
+                FailureClass::NotExecuted,
+                "D1 DB is overloaded. Too many requests queued.",
+            ),
+            (
+                Error::BindingError("DB".to_owned()),
+                FailureClass::Permanent,
+                "no binding found for `DB`",
+            ),
+        ];
+        for (error, class, text) in cases {
+            let own = Failure::of(&error);
+            let erased = Failure::from_error(&error);
+            assert_eq!((own.class(), own.to_string()), (class, text.to_owned()));
+            assert_eq!(
+                (erased.class(), erased.to_string()),
+                (class, text.to_owned())
+            );
+        }
     }
 
     #[test]
