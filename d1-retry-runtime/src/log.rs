@@ -117,21 +117,30 @@ pub(crate) fn write_in_read_only(operation: OperationName<'_>, sql: &str) {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
     use std::io;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Once;
 
     use tracing::Level;
 
     use super::*;
     use crate::FailureClass;
 
-    /// Everything the `fmt` layer writes, without time or colours.
-    #[derive(Clone, Default)]
-    struct Written(Arc<Mutex<Vec<u8>>>);
+    thread_local! {
+        /// What the `fmt` layer writes on this thread while [`written`] captures it.
+        static WRITTEN: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+    }
 
-    impl io::Write for Written {
+    /// The `fmt` layer's writer: this thread's capture, or nowhere.
+    struct ThisThread;
+
+    impl io::Write for ThisThread {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
+            WRITTEN.with(|written| {
+                if let Some(out) = written.borrow_mut().as_mut() {
+                    out.extend_from_slice(buf);
+                }
+            });
             Ok(buf.len())
         }
         fn flush(&mut self) -> io::Result<()> {
@@ -139,17 +148,31 @@ mod tests {
         }
     }
 
+    /// Everything the `fmt` layer writes on this thread while `lines` runs, without time or
+    /// colours.
+    ///
+    /// Through one global subscriber, not a scoped one: tracing caches each call site's
+    /// interest for every thread, and the other tests of this binary reach these call
+    /// sites with no subscriber; one reached there while a scoped subscriber was being made
+    /// could stay cached as "never" and drop these lines (as it once did in
+    /// `tests/worker_errors.rs`). The interests are rebuilt once the subscriber is set.
     fn written(lines: impl FnOnce()) -> String {
-        let out = Written::default();
-        let sink = out.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(Level::TRACE)
-            .with_ansi(false)
-            .without_time()
-            .with_writer(move || sink.clone())
-            .finish();
-        tracing::subscriber::with_default(subscriber, lines);
-        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+        static GLOBAL: Once = Once::new();
+        GLOBAL.call_once(|| {
+            let subscriber = tracing_subscriber::fmt()
+                .with_max_level(Level::TRACE)
+                .with_ansi(false)
+                .without_time()
+                .with_writer(|| ThisThread)
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .unwrap_or_else(|error| panic!("{error}"));
+        });
+        tracing::callsite::rebuild_interest_cache();
+        WRITTEN.with(|written| *written.borrow_mut() = Some(Vec::new()));
+        lines();
+        let out = WRITTEN.with(|written| written.borrow_mut().take().unwrap_or_default());
+        String::from_utf8(out).unwrap()
     }
 
     #[test]
