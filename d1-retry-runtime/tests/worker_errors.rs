@@ -247,6 +247,9 @@ impl Failures {
             tracing::subscriber::set_global_default(subscriber)
                 .unwrap_or_else(|error| panic!("{error}"));
         });
+        // A site another test reached with no subscriber, while this one was being set,
+        // could still be cached as "never".
+        tracing::callsite::rebuild_interest_cache();
         CAPTURED.with(|captured| *captured.borrow_mut() = Some(Vec::new()));
     }
 
