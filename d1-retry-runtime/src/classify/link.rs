@@ -45,8 +45,8 @@ impl<'e> Link<'e> {
 
     /// A `worker::Error` the chain starts with, read without making it a `dyn Error`:
     /// the vtable of one would link `worker::Error`'s `Debug`, which nothing here calls, into
-    /// every codegen unit that made it (1.7 KB of the example Worker's wasm,
-    /// BENCHMARKS.md section 5).
+    /// every codegen unit that made it (2.3 KB of the example Worker's wasm,
+    /// BENCHMARKS.md section 5, eighteenth round).
     #[cfg(feature = "worker")]
     pub(super) fn worker(error: &'e worker::Error) -> Self {
         Link::Worker {
