@@ -22,12 +22,7 @@ pub(super) enum Link<'e> {
     Display(&'e (dyn Error + 'static)),
     /// Read from the JavaScript texts of a `worker::Error`.
     #[cfg(feature = "worker")]
-    Worker {
-        /// The link as a `dyn Error`, for its `source()`; `None` for a `worker::Error` the
-        /// chain starts with, which is never made one (see [`Link::worker`]).
-        error: Option<&'e (dyn Error + 'static)>,
-        reading: WorkerLink<'e>,
-    },
+    Worker(WorkerLink<'e>),
 }
 
 impl<'e> Link<'e> {
@@ -35,10 +30,7 @@ impl<'e> Link<'e> {
     pub(super) fn of(error: &'e (dyn Error + 'static)) -> Self {
         #[cfg(feature = "worker")]
         if let Some(reading) = WorkerLink::of(error) {
-            return Link::Worker {
-                error: Some(error),
-                reading,
-            };
+            return Link::Worker(reading);
         }
         Link::Display(error)
     }
@@ -49,10 +41,7 @@ impl<'e> Link<'e> {
     /// BENCHMARKS.md section 5, eighteenth round).
     #[cfg(feature = "worker")]
     pub(super) fn worker(error: &'e worker::Error) -> Self {
-        Link::Worker {
-            error: None,
-            reading: WorkerLink::Error(error),
-        }
+        Link::Worker(WorkerLink::Error(error))
     }
 
     /// The next link of the chain.
@@ -60,11 +49,7 @@ impl<'e> Link<'e> {
         match self {
             Link::Display(error) => error.source(),
             #[cfg(feature = "worker")]
-            Link::Worker {
-                error: Some(error), ..
-            } => error.source(),
-            #[cfg(feature = "worker")]
-            Link::Worker { reading, .. } => reading.source(),
+            Link::Worker(reading) => reading.source(),
         }
     }
 
@@ -74,7 +59,7 @@ impl<'e> Link<'e> {
         match self {
             Link::Display(error) => error.to_string(),
             #[cfg(feature = "worker")]
-            Link::Worker { reading, .. } => reading.to_string(),
+            Link::Worker(reading) => reading.to_string(),
         }
     }
 
@@ -83,7 +68,7 @@ impl<'e> Link<'e> {
         match self {
             Link::Display(error) => head::text_class(&error),
             #[cfg(feature = "worker")]
-            Link::Worker { reading, .. } => reading.class(),
+            Link::Worker(reading) => reading.class(),
         }
     }
 
@@ -93,7 +78,7 @@ impl<'e> Link<'e> {
         match self {
             Link::Display(error) => log_text::write_first_line(&error, f),
             #[cfg(feature = "worker")]
-            Link::Worker { reading, .. } => log_text::write_first_line(&reading, f),
+            Link::Worker(reading) => log_text::write_first_line(&reading, f),
         }
     }
 }

@@ -69,12 +69,13 @@ impl<'e> WorkerLink<'e> {
     }
 
     /// The next link of the chain: a `worker::Error`'s `source()` (an `UnknownJsError`'s
-    /// cause), called on the type itself; a D1 variant's `Display` has none here, as its
-    /// own link's `source()` is the caller's.
+    /// cause), called on the type itself, so that a `worker::Error` the chain starts with
+    /// is never made a `dyn Error` (see `Link::worker`); or the `source()` of the error
+    /// that shows a D1 variant's `Display`.
     pub(super) fn source(self) -> Option<&'e (dyn StdError + 'static)> {
         match self {
             WorkerLink::Error(error) => StdError::source(error),
-            WorkerLink::DisplayedD1(_) => None,
+            WorkerLink::DisplayedD1(cause) => cause.0.source(),
         }
     }
 
@@ -183,7 +184,7 @@ fn shows_d1_debug(link: &dyn fmt::Display) -> bool {
 /// JavaScript cause as `<name>: <message>`, then its stack. Writes nothing when the
 /// `Display` is not that of a D1 variant.
 #[derive(Clone, Copy)]
-pub(super) struct DisplayedD1Cause<'e>(&'e dyn fmt::Display);
+pub(super) struct DisplayedD1Cause<'e>(&'e (dyn StdError + 'static));
 
 impl fmt::Display for DisplayedD1Cause<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -465,6 +466,37 @@ mod tests {
             assert_eq!(class_of(&wrapper), None, "{text:?}");
             assert!(log_text(&wrapper).is_none(), "{text:?}");
         }
+    }
+
+    /// An error of the user's own showing a D1 variant's `Display` passes the decision on
+    /// to its own `source()` when the text shown decides nothing.
+    #[test]
+    fn a_displayed_d1_variant_that_decides_nothing_leaves_it_to_its_source() {
+        #[derive(Debug)]
+        struct Shown(&'static str, Error);
+        impl fmt::Display for Shown {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl StdError for Shown {
+            fn source(&self) -> Option<&(dyn StdError + 'static)> {
+                Some(&self.1)
+            }
+        }
+        let shown = Shown(
+            "D1: D1Error { cause: JsValue(Error: D1_ERROR) }",
+            unknown_js("Network connection lost.", None),
+        );
+        assert_eq!(
+            class_of(&shown),
+            Some(None),
+            "the text shown decides nothing"
+        );
+        assert_eq!(
+            crate::classify::classify(&shown),
+            FailureClass::MaybeExecuted
+        );
     }
 
     #[test]
