@@ -3,13 +3,15 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
+use crate::duration::{NANOS, whole};
+
 /// Draws the delay of retry `retry` uniformly from `[min, max]`.
 ///
 /// Stateless: the draw is a hash of `seed` and `retry`, so the executions of one call can
 /// share a schedule through `&` without a generator behind a lock, and a fixed seed
 /// repeats. Without a seed a fresh one is taken from the platform for each draw.
 pub(crate) fn draw(seed: Option<u64>, retry: u32, min: Duration, max: Duration) -> Duration {
-    let (lo, hi) = (as_nanos_u64(min), as_nanos_u64(max));
+    let (lo, hi) = (whole(min, NANOS), whole(max, NANOS));
     if lo >= hi {
         return min;
     }
@@ -32,17 +34,6 @@ const fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// `d` in whole nanoseconds, saturating at `u64::MAX` (584 years), in `u64` arithmetic:
-/// `as_nanos` is a `u128`, whose multiplication is a call into a 128-bit routine on wasm32.
-fn as_nanos_u64(d: Duration) -> u64 {
-    let secs = d.as_secs();
-    if secs <= u64::MAX / 1_000_000_000 {
-        (secs * 1_000_000_000).saturating_add(u64::from(d.subsec_nanos()))
-    } else {
-        u64::MAX
-    }
 }
 
 /// A seed that differs between calls and, where the platform allows, between processes
@@ -123,29 +114,6 @@ mod tests {
         let d = Duration::from_millis(7);
         assert_eq!(draw(None, 1, d, d), d);
         assert_eq!(draw(Some(1), 1, d, Duration::from_millis(3)), d);
-    }
-
-    #[test]
-    fn as_nanos_u64_is_as_nanos_saturated() {
-        let edge = u64::MAX / 1_000_000_000;
-        for d in [
-            Duration::ZERO,
-            Duration::from_nanos(1),
-            Duration::from_millis(160),
-            Duration::new(1, 999_999_999),
-            Duration::new(edge - 1, 999_999_999),
-            Duration::new(edge, 0),
-            Duration::new(edge, 709_551_615),
-            Duration::new(edge, 709_551_616),
-            Duration::new(edge, 999_999_999),
-            Duration::new(edge + 1, 0),
-            Duration::MAX,
-        ] {
-            let expected = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-            assert_eq!(as_nanos_u64(d), expected, "{d:?}");
-        }
-        assert_eq!(as_nanos_u64(Duration::new(edge, 709_551_615)), u64::MAX);
-        assert_eq!(as_nanos_u64(Duration::new(edge, 709_551_614)), u64::MAX - 1);
     }
 
     #[test]

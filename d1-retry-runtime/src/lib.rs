@@ -43,6 +43,7 @@ mod class;
 mod classify;
 mod decide;
 mod driver;
+mod duration;
 mod execution;
 mod failure;
 #[cfg(test)]

@@ -4,6 +4,7 @@ use core::time::Duration;
 
 use crate::PolicyError;
 use crate::decide::Withheld;
+use crate::duration;
 use crate::failure::Failure;
 use crate::operation::OperationName;
 
@@ -38,21 +39,10 @@ macro_rules! attempt_line {
 pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
     warn(
         event,
-        Some(whole_ms(delay)),
+        Some(duration::whole(delay, duration::MILLIS)),
         None,
         "D1 transient failure, retrying",
     );
-}
-
-/// `delay` in whole milliseconds, saturating at `u64::MAX`: `as_millis` is a `u128`, and
-/// `checked_mul`'s overflow check would be a 128-bit multiplication on wasm32 too.
-fn whole_ms(delay: Duration) -> u64 {
-    let secs = delay.as_secs();
-    if secs <= u64::MAX / 1000 {
-        (secs * 1000).saturating_add(u64::from(delay.subsec_millis()))
-    } else {
-        u64::MAX
-    }
 }
 
 /// The one line about a failure that is not retried, with the reason in `d1.withheld`,
@@ -173,27 +163,6 @@ mod tests {
         lines();
         let out = WRITTEN.with(|written| written.borrow_mut().take().unwrap_or_default());
         String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn whole_ms_is_as_millis_saturated() {
-        let edge = u64::MAX / 1000;
-        for delay in [
-            Duration::ZERO,
-            Duration::from_nanos(999_999),
-            Duration::from_micros(163_999),
-            Duration::new(1, 999_999_999),
-            Duration::new(edge - 1, 999_999_999),
-            Duration::new(edge, 0),
-            Duration::new(edge, 615_999_999),
-            Duration::new(edge, 616_000_000),
-            Duration::new(edge + 1, 0),
-            Duration::MAX,
-        ] {
-            let expected = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
-            assert_eq!(whole_ms(delay), expected, "{delay:?}");
-        }
-        assert_eq!(whole_ms(Duration::new(edge, 615_000_000)), u64::MAX);
     }
 
     /// The lines as the `fmt` layer writes them, byte for byte: their messages and fields
