@@ -175,7 +175,8 @@ const D1_DEBUG_CAUSE: &str = "cause: JsValue(";
 /// Whether a link's `Display` is that of a D1 variant. Stops formatting at the first byte
 /// that differs, so other links cost a few bytes of formatting.
 fn shows_d1_debug(link: &dyn fmt::Display) -> bool {
-    let mut probe = AfterD1Debug::new(Discard);
+    let mut discard = Discard;
+    let mut probe = AfterD1Debug::new(&mut discard);
     let _ = fmt::write(&mut probe, format_args!("{link}"));
     probe.state == Match::Cause(D1_DEBUG_CAUSE.len())
 }
@@ -210,13 +211,16 @@ enum Match {
 }
 
 /// A `fmt::Write` that matches the D1 variant's `Display` prefix and forwards what follows.
-struct AfterD1Debug<W> {
-    out: W,
+///
+/// Its output is a trait object: the probe and the log's writer share one copy of this
+/// code, which a Worker would otherwise compile once for each.
+struct AfterD1Debug<'w> {
+    out: &'w mut dyn fmt::Write,
     state: Match,
 }
 
-impl<W: fmt::Write> AfterD1Debug<W> {
-    fn new(out: W) -> Self {
+impl<'w> AfterD1Debug<'w> {
+    fn new(out: &'w mut dyn fmt::Write) -> Self {
         AfterD1Debug {
             out,
             state: Match::Variant(0),
@@ -243,7 +247,7 @@ impl<W: fmt::Write> AfterD1Debug<W> {
     }
 }
 
-impl<W: fmt::Write> fmt::Write for AfterD1Debug<W> {
+impl fmt::Write for AfterD1Debug<'_> {
     fn write_char(&mut self, c: char) -> fmt::Result {
         super::write_char(self, c)
     }
