@@ -42,6 +42,9 @@ use crate::FailureClass;
 /// JavaScript cause chains can be cyclic; `worker` stops at the same depth.
 const MAX_CAUSE_DEPTH: usize = 16;
 
+/// What [`for_each_text`] calls with each text: it breaks with the class a text decides.
+type Visit<'v> = &'v mut dyn FnMut(&str) -> ControlFlow<FailureClass>;
+
 /// A link of a chain that is read from JavaScript texts rather than by its `Display`: a
 /// `worker::Error`, or an error whose `Display` is that of a D1 variant.
 ///
@@ -88,7 +91,7 @@ impl<'e> WorkerLink<'e> {
     pub(super) fn class(self) -> Option<FailureClass> {
         match self {
             WorkerLink::Error(error) => {
-                let verdict = for_each_text(error, |text| match head::text_class(&text) {
+                let verdict = for_each_text(error, &mut |text| match head::text_class(&text) {
                     Some(class) => ControlFlow::Break(class),
                     None => ControlFlow::Continue(()),
                 });
@@ -114,10 +117,11 @@ impl fmt::Display for WorkerLink<'_> {
 /// Calls `visit` with each text of one `worker::Error`, outermost first, until it breaks.
 /// Its `source()` (an `UnknownJsError`'s cause) is not visited: the chain walk reaches it
 /// as the next link.
-fn for_each_text<B>(
-    error: &Error,
-    mut visit: impl FnMut(&str) -> ControlFlow<B>,
-) -> ControlFlow<B> {
+///
+/// `visit` is a trait object and its break is always a class: the classifier and the log's
+/// writer then share one copy of this walk and of its calls into JavaScript, which a Worker
+/// would otherwise compile once for each.
+fn for_each_text(error: &Error, visit: Visit<'_>) -> ControlFlow<FailureClass> {
     match error {
         Error::D1(d1) => for_each_js_text(d1, visit),
         Error::UnknownJsError { message, .. } => visit(message),
@@ -129,10 +133,7 @@ fn for_each_text<B>(
 
 /// The JavaScript error's message, then each `cause` that is an `Error` (its message) or a
 /// string, stopping at the first that is neither.
-fn for_each_js_text<B>(
-    d1: &D1Error,
-    mut visit: impl FnMut(&str) -> ControlFlow<B>,
-) -> ControlFlow<B> {
+fn for_each_js_text(d1: &D1Error, visit: Visit<'_>) -> ControlFlow<FailureClass> {
     let outer: &js_sys::Error = d1.as_ref();
     visit(&String::from(outer.message()))?;
     let mut cause = outer.cause();
@@ -152,7 +153,7 @@ fn for_each_js_text<B>(
 
 fn write_worker_text(error: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let mut written = String::new();
-    let _ = for_each_text(error, |text| {
+    let _ = for_each_text(error, &mut |text| {
         if written.is_empty() {
             written.push_str(text);
         } else if !text.is_empty()
@@ -162,7 +163,7 @@ fn write_worker_text(error: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             written.push_str(text);
             written.push(')');
         }
-        ControlFlow::<()>::Continue(())
+        ControlFlow::Continue(())
     });
     f.write_str(&written)
 }
