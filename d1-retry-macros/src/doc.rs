@@ -27,7 +27,7 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
             let mut text = format!(
                 "\n\n**Retries** (`#[d1_retry]`): {count} call{plural} named like D1 \
                  executions, each retried on its own if its receiver is a `D1Receiver` (a D1 \
-                 statement, session or database), its SQL judged where a `D1Receiver` \
+                 statement, session or database) whose type has that call, its SQL judged where a `D1Receiver` \
                  prepared it, else read from D1's statement when it runs (any other statement \
                  counts as a write):"
             );

@@ -916,6 +916,7 @@ impl Finder<'_> {
         // SQL is out of sight is judged by the SQL it holds, read where it runs.
         let reads_statement =
             !matches!(method.as_str(), "batch" | "exec" | "dump") && statements.unseen();
+        let own = own_call(&self.names.private, &method, span);
         self.executions.push(Execution {
             method,
             sql: statements.sql.clone(),
@@ -963,6 +964,9 @@ impl Finder<'_> {
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
         let site = |receiver: &TokenStream| {
             let access = access(receiver);
+            // A method of the user's named like a D1 call, on a D1 type that has none of
+            // that name, is made once (see the runtime's `D1Calls`).
+            let access = own_access(private, &access, receiver, &own, span);
             if looped {
                 // Spanned at the method, so an error type the runtime cannot read is
                 // reported there. The outer `match` runs from the receiver to the method,
@@ -1118,6 +1122,8 @@ impl Finder<'_> {
         } else {
             seen
         };
+        let own = own_call(private, ".await", span);
+        let access = own_access(private, &access, &recv.to_token_stream(), &own, span);
         // The loop of `execution` (see there), each attempt awaiting a clone of the
         // statement, kept by the loop; on a receiver that is not D1, the statement itself,
         // once.
@@ -1651,6 +1657,44 @@ fn strip_parens_mut(expr: &mut Expr) -> &mut Expr {
         Expr::Paren(inner) => strip_parens_mut(&mut inner.expr),
         Expr::Group(inner) => strip_parens_mut(&mut inner.expr),
         other => other,
+    }
+}
+
+/// The runtime's name of an execution's method, for the check that the receiver's type
+/// has it as its own (`D1Calls`).
+fn own_call(private: &TokenStream, method: &str, span: Span) -> TokenStream {
+    let name = match method {
+        "first" => "FIRST",
+        "all" => "ALL",
+        "run" => "RUN",
+        "raw" => "RAW",
+        "raw_js_value" => "RAW_JS_VALUE",
+        "batch" => "BATCH",
+        "exec" => "EXEC",
+        "dump" => "DUMP",
+        _ => "AWAIT",
+    };
+    let name = Ident::new(name, span);
+    quote_spanned!(span=> #private::D1Calls::#name)
+}
+
+/// `access` joined with the probe of whether `receiver`'s type has the call `own` as its
+/// own. The probe's borrows are temporaries of a `let` that end with it: in the loop's
+/// `match` scrutinee they would be kept across each attempt's await, and make the
+/// function's future larger.
+fn own_access(
+    private: &TokenStream,
+    access: &TokenStream,
+    receiver: &TokenStream,
+    own: &TokenStream,
+    span: Span,
+) -> TokenStream {
+    let joined = Ident::new("__d1_retry_access", Span::mixed_site());
+    quote_spanned! {span=>
+        {
+            let #joined = #access.and((&&#private::Receiver::of(&#receiver)).d1_call(#own));
+            #joined
+        }
     }
 }
 

@@ -289,7 +289,7 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
     quote! {
         let mut #pinned = ::core::pin::pin!(#attempt_body);
         // The check at the option guarantees `From<TimedOut>` for the error type.
-        let #result: #output = match #driver.attempt(#private::Scoped::new(#pinned.as_mut())).await {
+        let #result: #output = match #driver.attempt(#private::Scoped::new(#pinned.as_mut(), #plan)).await {
             ::core::result::Result::Ok(#result) => #result,
             ::core::result::Result::Err(#cut) => {
                 let #delay = #driver.next_delay(

@@ -3,16 +3,16 @@
 
 pub use crate::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::decide::Access;
-pub use crate::driver::{Attempt, Driver, Plan, Turn};
+pub use crate::driver::{Attempt, Driver, Plan, Scoped, Turn};
 pub use crate::execution::{Attempting, Execution, Once, PlainExecution};
 pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaAsRefLocalError, ViaDisplay, ViaError};
 pub use crate::operation::OperationName;
 pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::receiver::{
-    ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot, Unretried,
-    ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, probed,
+    D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
+    Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, probed,
 };
-pub use crate::scope::{Scoped, nested, scoped};
+pub use crate::scope::{nested, scoped};
 pub use crate::statement_sql::{StatementProbe, ViaOtherStatement, ViaStatementSql};
 pub use crate::timed_execution::{TimedAttempting, TimedExecution};
 pub use crate::timeout::{

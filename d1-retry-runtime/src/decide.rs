@@ -13,6 +13,7 @@
 //! | [`Unseen`](Access::Unseen): SQL neither the macro nor the statement could show, counted as a write | retry | never | never |
 //! | [`Unretryable`](Access::Unretryable): a `read_only` attempt that ran a write | never | never | never |
 //! | [`WroteBefore`](Access::WroteBefore): an attempt in which a D1 call that may write ran before the failure | never | never | never |
+//! | [`NotD1Call`](Access::NotD1Call): a method of the user's named like a D1 call, on a D1 type without one of that name | never | never | never |
 //!
 //! A retry the table allows is still withheld, in this order, when an enclosing attempt
 //! that will run the call again decides instead ([`Withheld::Nested`]), when the call has used its
@@ -41,6 +42,11 @@ pub enum Access {
     /// d1-retry, that may have written before the attempt failed: running the attempt
     /// again would make that call again. Never retried.
     WroteBefore,
+    /// A call named like one of D1's on a D1 type that has no method of that name: a
+    /// method of the user's own (an extension trait's `first` on `D1Database`), which may
+    /// make several D1 calls, so running it again could repeat one that completed. Made
+    /// once, as written: never retried.
+    NotD1Call,
 }
 
 impl Access {
@@ -72,6 +78,7 @@ impl Access {
                 Access::Unseen => 3,
                 Access::WroteBefore => 4,
                 Access::Unretryable => 5,
+                Access::NotD1Call => 6,
             }
         }
         if rank(other) > rank(self) {
@@ -135,6 +142,8 @@ pub enum Withheld {
     /// The attempt made a D1 call that may have written before it failed: running it
     /// again would make that call twice.
     WroteBefore,
+    /// The call is a method of the user's named like a D1 call (see [`Access::NotD1Call`]).
+    NotD1Call,
     /// An enclosing attempt that will run the call again decides: a
     /// `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]` body, or a `Retry` whose attempt
     /// has not written yet.
@@ -157,6 +166,7 @@ impl Withheld {
             Withheld::UnseenSql => "unseen_sql",
             Withheld::WriteInReadOnly => "write_in_read_only",
             Withheld::WroteBefore => "wrote_before",
+            Withheld::NotD1Call => "not_d1_call",
             Withheld::Nested => "nested",
             Withheld::Exhausted => "exhausted",
             Withheld::Budget => "budget",
@@ -213,12 +223,16 @@ pub const fn decide(facts: Facts) -> Result<(), Withheld> {
         return Err(Withheld::Nested);
     }
     let safe = !facts.access.may_write();
-    let never = matches!(facts.access, Access::Unretryable | Access::WroteBefore);
+    let never = matches!(
+        facts.access,
+        Access::Unretryable | Access::WroteBefore | Access::NotD1Call
+    );
     if !should_retry(facts.class, safe) || never {
         return Err(match facts.access {
             Access::Unseen => Withheld::UnseenSql,
             Access::Unretryable => Withheld::WriteInReadOnly,
             Access::WroteBefore => Withheld::WroteBefore,
+            Access::NotD1Call => Withheld::NotD1Call,
             _ => Withheld::MaybeExecutedWrite,
         });
     }
@@ -274,6 +288,14 @@ mod tests {
                 [
                     Err(Withheld::WroteBefore),
                     Err(Withheld::WroteBefore),
+                    Err(Withheld::Permanent),
+                ],
+            ),
+            (
+                NotD1Call,
+                [
+                    Err(Withheld::NotD1Call),
+                    Err(Withheld::NotD1Call),
                     Err(Withheld::Permanent),
                 ],
             ),
@@ -405,6 +427,9 @@ mod tests {
         assert_eq!(Unretryable.and(ReadOnly), Unretryable);
         assert_eq!(Unseen.and(WroteBefore), WroteBefore);
         assert_eq!(WroteBefore.and(Unretryable), Unretryable);
+        assert_eq!(Unretryable.and(NotD1Call), NotD1Call);
+        assert_eq!(NotD1Call.and(ReadOnly), NotD1Call);
+        assert!(!NotD1Call.is_read_only());
         assert_eq!(Access::judged(true), ReadOnly);
         assert_eq!(Access::judged(false), Write);
         assert!(ReadOnly.is_read_only() && !Idempotent.is_read_only() && !Write.is_read_only());
@@ -418,6 +443,7 @@ mod tests {
             (Withheld::UnseenSql, "unseen_sql"),
             (Withheld::WriteInReadOnly, "write_in_read_only"),
             (Withheld::WroteBefore, "wrote_before"),
+            (Withheld::NotD1Call, "not_d1_call"),
             (Withheld::Nested, "nested"),
             (Withheld::Exhausted, "exhausted"),
             (Withheld::Budget, "budget"),

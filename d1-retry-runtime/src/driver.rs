@@ -14,7 +14,7 @@ use crate::call::{Call, race};
 use crate::decide::Access;
 use crate::failure::Failure;
 use crate::operation::OperationName;
-use crate::scope::Inside;
+use crate::scope::{self, Inside};
 use crate::timeout::{TimeLimit, TimedOut};
 use crate::{RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
@@ -181,17 +181,19 @@ where
         if wait_is_pending::<S>(&mut this.driver.waiting, cx) {
             return Poll::Pending;
         }
-        let result = {
+        let writes = scope::writes();
+        let poll = {
             // Entered here rather than through `Scoped`, so that a function adds one
             // `poll` for its attempt, not two.
             let _inside = Inside::enter();
             // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
-            match unsafe { Pin::new_unchecked(&mut this.attempt) }.poll(cx) {
-                Poll::Ready(result) => result,
-                Poll::Pending => return Poll::Pending,
-            }
+            unsafe { Pin::new_unchecked(&mut this.attempt) }.poll(cx)
         };
-        Poll::Ready(this.driver.after(result, this.plan, this.classify))
+        this.plan.after_poll(writes);
+        match poll {
+            Poll::Ready(result) => Poll::Ready(this.driver.after(result, this.plan, this.classify)),
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 
@@ -222,6 +224,17 @@ pub enum Plan<'r, 'a> {
 }
 
 impl Plan<'_, '_> {
+    /// After a poll of a `read_only` attempt: a D1 call made within it that may have
+    /// written (a nested `#[d1_retry]` function's, a `D1Retry`'s), counted since `writes`
+    /// ([`scope::writes`]), is a write the next attempt would make again.
+    fn after_poll(self, writes: u32) {
+        if let Plan::ReadOnly(attempts) = self
+            && scope::writes() != writes
+        {
+            attempts.record(Some(NESTED_WRITE), false);
+        }
+    }
+
     /// The access of the attempt that just ran, given the dynamic SQL observed.
     pub fn access(&self) -> Access {
         match self {
@@ -229,6 +242,43 @@ impl Plan<'_, '_> {
             Plan::ReadOnly(attempts) if attempts.dynamic_writes() == 0 => Access::ReadOnly,
             Plan::ReadOnly(_) => Access::Unretryable,
         }
+    }
+}
+
+/// What the log shows as the SQL of a write [`Plan::after_poll`] learned of: the call that
+/// made it was not written in the body, so its text is not at hand.
+const NESTED_WRITE: &str =
+    "<a D1 call that may write, made by a function or wrapper the body called>";
+
+/// A pinned attempt polled inside the scope, and watched for writes as [`Turn`] watches
+/// its attempt: what the whole-body expansion awaits under time limits. A plain struct
+/// rather than an `async fn`, so that each annotated function adds no state machine for
+/// it.
+#[must_use = "futures do nothing unless polled"]
+pub struct Scoped<'a, 'p, F> {
+    attempt: Pin<&'a mut F>,
+    plan: Plan<'p, 'p>,
+}
+
+impl<'a, 'p, F: Future> Scoped<'a, 'p, F> {
+    /// Polls `attempt` inside the scope, for a function of `plan`.
+    pub fn new(attempt: Pin<&'a mut F>, plan: Plan<'p, 'p>) -> Self {
+        Scoped { attempt, plan }
+    }
+}
+
+impl<F: Future> Future for Scoped<'_, '_, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.get_mut();
+        let writes = scope::writes();
+        let poll = {
+            let _inside = Inside::enter();
+            this.attempt.as_mut().poll(cx)
+        };
+        this.plan.after_poll(writes);
+        poll
     }
 }
 
@@ -268,7 +318,7 @@ impl<'a> Attempt<'a> {
         self.record(sql, sql.is_some_and(is_read_only_prepared));
     }
 
-    fn record(&self, sql: Option<&str>, read_only: bool) {
+    pub(crate) fn record(&self, sql: Option<&str>, read_only: bool) {
         if !read_only {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
             crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
@@ -284,7 +334,7 @@ impl<'a> Attempt<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::Waits;
+    use crate::fake::{DbError, Waits};
     use core::cell::Cell;
 
     #[test]
@@ -382,6 +432,75 @@ mod tests {
         let unseen = Attempt::new(OperationName::Named("test"));
         unseen.observe(None);
         assert_eq!(Plan::ReadOnly(&unseen).access(), Access::Unretryable);
+    }
+
+    /// A write recorded while a `read_only` attempt is polled, through `Turn` or `Scoped`,
+    /// in its first poll or a later one, makes the body a write; one recorded between polls
+    /// is not the attempt's, and an `idempotent` body stays as declared.
+    #[test]
+    fn a_write_within_a_read_only_attempt_makes_it_a_write() {
+        use crate::scope::record_write;
+        // Pending once, then ready; records a write in poll `writing` (0: none).
+        let attempt = |writing: u32| {
+            let mut polls = 0;
+            core::future::poll_fn(move |cx| {
+                polls += 1;
+                if polls == writing {
+                    record_write();
+                }
+                if polls == 1 {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                } else {
+                    Poll::Ready(Ok::<u32, DbError>(1))
+                }
+            })
+        };
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        let waits = Waits::default();
+        let policy = RetryPolicy::DEFAULT;
+        let classify: for<'e> fn(&'e DbError) -> Failure<'e> = |_| unreachable!("no failure");
+        for writing in [0, 1, 2] {
+            let wrote = writing != 0;
+            let expected = if wrote {
+                Access::Unretryable
+            } else {
+                Access::ReadOnly
+            };
+            let record = Attempt::new(OperationName::Named("test"));
+            let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
+            let mut turn =
+                core::pin::pin!(driver.turn(attempt(writing), Plan::ReadOnly(&record), classify));
+            assert!(turn.as_mut().poll(&mut cx).is_pending());
+            record_write();
+            assert!(matches!(
+                turn.as_mut().poll(&mut cx),
+                Poll::Ready(Some(Ok(1)))
+            ));
+            assert_eq!(
+                Plan::ReadOnly(&record).access(),
+                expected,
+                "Turn, {writing}"
+            );
+
+            let record = Attempt::new(OperationName::Named("test"));
+            let mut pinned = core::pin::pin!(attempt(writing));
+            let mut scoped = core::pin::pin!(Scoped::new(pinned.as_mut(), Plan::ReadOnly(&record)));
+            assert!(scoped.as_mut().poll(&mut cx).is_pending());
+            record_write();
+            assert!(matches!(scoped.as_mut().poll(&mut cx), Poll::Ready(Ok(1))));
+            assert_eq!(
+                Plan::ReadOnly(&record).access(),
+                expected,
+                "Scoped, {writing}"
+            );
+
+            let mut pinned = core::pin::pin!(attempt(writing));
+            let mut vouched = core::pin::pin!(Scoped::new(pinned.as_mut(), Plan::Idempotent));
+            assert!(vouched.as_mut().poll(&mut cx).is_pending());
+            assert!(vouched.as_mut().poll(&mut cx).is_ready());
+            assert_eq!(Plan::Idempotent.access(), Access::Idempotent);
+        }
     }
 
     /// SQL passed to `prepare` is judged whole, SQL passed to `exec` line by line: a comment

@@ -29,8 +29,8 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 /// Implemented for the `worker` crate's `D1Database`, `D1DatabaseSession` and
 /// `D1PreparedStatement` (feature `worker`), for the testing kit's types (feature
 /// `testing`), and through `&`, `&mut`, `Box`, `Rc`, `Arc`, `ManuallyDrop`, `RefCell`'s and
-/// locks' guards and `worker::send::SendWrapper`, which have no such methods of their own. Not implemented for
-/// `D1Retry`, which retries on its own. A wrapper of your own, another D1 client or a test
+/// locks' guards and `worker::send::SendWrapper`, which have no such methods of their own.
+/// Not implemented for `D1Retry`, which retries on its own. A wrapper of your own, another D1 client or a test
 /// double takes one line:
 ///
 /// ```
@@ -45,33 +45,128 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 /// never retried, and a `prepare` on one is out of sight (a `prepare` of your own may build
 /// any statement from its argument). A generic receiver counts only when its bounds include
 /// `D1Receiver`.
-pub trait D1Receiver {}
+///
+/// On the `worker` and testing types, only the calls each type has count: `batch`, `exec`
+/// and `dump` on a database, `batch` on a session, the others and `.await` on a statement.
+/// A method of your own of one of those names on a type without it (an extension trait's
+/// `first` on `D1Database`) may make several D1 calls, so it is made once, and its failure
+/// is not retried. On a type you mark, every call of those names counts.
+pub trait D1Receiver {
+    /// The calls the type has as its own; every call unless it says otherwise. A call of
+    /// another of those names on it is a method of the user's, made once as written.
+    #[doc(hidden)]
+    const D1_CALLS: D1Calls = D1Calls::EVERY;
+}
 
-impl<T: D1Receiver + ?Sized> D1Receiver for &T {}
-impl<T: D1Receiver + ?Sized> D1Receiver for &mut T {}
-impl<T: D1Receiver + ?Sized> D1Receiver for Box<T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for Rc<T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for Arc<T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for ManuallyDrop<T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for Ref<'_, T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for RefMut<'_, T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for MutexGuard<'_, T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for RwLockReadGuard<'_, T> {}
-impl<T: D1Receiver + ?Sized> D1Receiver for RwLockWriteGuard<'_, T> {}
-#[cfg(feature = "worker")]
-impl<T: D1Receiver> D1Receiver for worker::send::SendWrapper<T> {}
+/// Forwards the mark through types that have no execution methods of their own, so that
+/// a call on them is the inner type's (by auto-deref) and has its calls.
+macro_rules! forward {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl<T: D1Receiver + ?Sized> D1Receiver for $ty {
+            const D1_CALLS: D1Calls = T::D1_CALLS;
+        }
+    )+};
+}
 
+forward!(
+    &T,
+    &mut T,
+    Box<T>,
+    Rc<T>,
+    Arc<T>,
+    ManuallyDrop<T>,
+    Ref<'_, T>,
+    RefMut<'_, T>,
+    MutexGuard<'_, T>,
+    RwLockReadGuard<'_, T>,
+    RwLockWriteGuard<'_, T>,
+);
 #[cfg(feature = "worker")]
-impl D1Receiver for worker::D1Database {}
+impl<T: D1Receiver> D1Receiver for worker::send::SendWrapper<T> {
+    const D1_CALLS: D1Calls = T::D1_CALLS;
+}
+
+// Each D1 type's own calls, as `worker` 0.8.7 defines them (the testing kit's types mirror
+// them): a call of another name on one is a method of the user's.
 #[cfg(feature = "worker")]
-impl D1Receiver for worker::D1DatabaseSession {}
+impl D1Receiver for worker::D1Database {
+    const D1_CALLS: D1Calls = D1Calls::DATABASE;
+}
 #[cfg(feature = "worker")]
-impl D1Receiver for worker::D1PreparedStatement {}
+impl D1Receiver for worker::D1DatabaseSession {
+    const D1_CALLS: D1Calls = D1Calls::SESSION;
+}
+#[cfg(feature = "worker")]
+impl D1Receiver for worker::D1PreparedStatement {
+    const D1_CALLS: D1Calls = D1Calls::STATEMENT;
+}
 
 #[cfg(feature = "testing")]
-impl D1Receiver for crate::testing::D1Database {}
+impl D1Receiver for crate::testing::D1Database {
+    const D1_CALLS: D1Calls = D1Calls::DATABASE;
+}
 #[cfg(feature = "testing")]
-impl D1Receiver for crate::testing::D1PreparedStatement {}
+impl D1Receiver for crate::testing::D1PreparedStatement {
+    const D1_CALLS: D1Calls = D1Calls::STATEMENT;
+}
+
+/// Which of the calls `#[d1_retry]` retries a [`D1Receiver`] type has as its own, one bit
+/// each.
+///
+/// The attribute retries a call by its name, and a method of the user's own can carry one
+/// of those names on a D1 type that has no method of that name: an extension trait's
+/// `first` on `D1Database`, which may make several D1 calls of its own, the first of which
+/// a retry of the whole method would make again. Such a call is made once, as written.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct D1Calls(u16);
+
+impl D1Calls {
+    /// `first(..)`.
+    pub const FIRST: D1Calls = D1Calls(1);
+    /// `all()`.
+    pub const ALL: D1Calls = D1Calls(1 << 1);
+    /// `run()`.
+    pub const RUN: D1Calls = D1Calls(1 << 2);
+    /// `raw()`.
+    pub const RAW: D1Calls = D1Calls(1 << 3);
+    /// `raw_js_value()`.
+    pub const RAW_JS_VALUE: D1Calls = D1Calls(1 << 4);
+    /// `batch(..)`.
+    pub const BATCH: D1Calls = D1Calls(1 << 5);
+    /// `exec(..)`.
+    pub const EXEC: D1Calls = D1Calls(1 << 6);
+    /// `dump()`.
+    pub const DUMP: D1Calls = D1Calls(1 << 7);
+    /// `.await` on the value itself (`IntoFuture`).
+    pub const AWAIT: D1Calls = D1Calls(1 << 8);
+    /// Every call: a type of the user's own marked [`D1Receiver`], whose calls the mark
+    /// vouches for.
+    pub const EVERY: D1Calls = D1Calls(u16::MAX);
+    /// A database's: `batch`, `exec`, `dump`.
+    pub const DATABASE: D1Calls = D1Calls::BATCH.with(D1Calls::EXEC).with(D1Calls::DUMP);
+    /// A session's: `batch`.
+    pub const SESSION: D1Calls = D1Calls::BATCH;
+    /// A prepared statement's: `first`, `all`, `run`, `raw`, `raw_js_value`, `.await`.
+    pub const STATEMENT: D1Calls = D1Calls::FIRST
+        .with(D1Calls::ALL)
+        .with(D1Calls::RUN)
+        .with(D1Calls::RAW)
+        .with(D1Calls::RAW_JS_VALUE)
+        .with(D1Calls::AWAIT);
+
+    /// Both sets.
+    #[must_use]
+    pub const fn with(self, other: D1Calls) -> D1Calls {
+        D1Calls(self.0 | other.0)
+    }
+
+    /// Whether every call of `calls` is in this set.
+    #[must_use]
+    pub const fn has(self, calls: D1Calls) -> bool {
+        self.0 & calls.0 == calls.0
+    }
+}
 
 /// The receiver's type, without a borrow that outlives the probe.
 pub struct Receiver<R: ?Sized>(PhantomData<fn(&R)>);
@@ -104,6 +199,10 @@ pub fn probed<S: Default>(_probe: impl FnOnce() -> S) -> S {
 pub trait ViaD1Receiver {
     /// The site that retries.
     fn d1_site(&self) -> Retrying;
+
+    /// What the call adds to the access of its statements: nothing when it is one of the
+    /// type's own ([`D1Receiver::D1_CALLS`]), else [`Access::NotD1Call`], never retried.
+    fn d1_call(&self, call: D1Calls) -> Access;
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
@@ -111,18 +210,35 @@ impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
     fn d1_site(&self) -> Retrying {
         Retrying
     }
+
+    #[inline(always)]
+    fn d1_call(&self, call: D1Calls) -> Access {
+        if R::D1_CALLS.has(call) {
+            Access::ReadOnly
+        } else {
+            Access::NotD1Call
+        }
+    }
 }
 
 /// Picked for every other receiver.
 pub trait ViaOtherReceiver {
     /// The site that makes the call as written.
     fn d1_site(&self) -> Plain;
+
+    /// Nothing: a call on this receiver is made once, as written, whatever its access.
+    fn d1_call(&self, call: D1Calls) -> Access;
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
     #[inline(always)]
     fn d1_site(&self) -> Plain {
         Plain
+    }
+
+    #[inline(always)]
+    fn d1_call(&self, _call: D1Calls) -> Access {
+        Access::ReadOnly
     }
 }
 
@@ -502,6 +618,78 @@ mod tests {
         assert!(is_retrying((&&Receiver::of(&Arc::new(Marked))).d1_site()));
         assert!(!is_retrying((&&Receiver::of(&Unmarked)).d1_site()));
         assert!(!is_retrying((&&Receiver::of(&[1, 2])).d1_site()));
+    }
+
+    /// A call counts as D1's only when the receiver's type has it as its own, through
+    /// every wrapper; a type of the user's marked `D1Receiver` has every call, and an
+    /// unmarked one is never retried whatever its calls.
+    #[test]
+    fn a_call_is_d1_s_only_when_the_type_has_it() {
+        struct Statement;
+        impl D1Receiver for Statement {
+            const D1_CALLS: D1Calls = D1Calls::STATEMENT;
+        }
+        struct Database;
+        impl D1Receiver for Database {
+            const D1_CALLS: D1Calls = D1Calls::DATABASE;
+        }
+        let own = |access| access == Access::ReadOnly;
+        let statement_calls = [
+            D1Calls::FIRST,
+            D1Calls::ALL,
+            D1Calls::RUN,
+            D1Calls::RAW,
+            D1Calls::RAW_JS_VALUE,
+            D1Calls::AWAIT,
+        ];
+        let database_calls = [D1Calls::BATCH, D1Calls::EXEC, D1Calls::DUMP];
+        for call in statement_calls {
+            assert!(own((&&Receiver::of(&Statement)).d1_call(call)), "{call:?}");
+            assert!(own((&&Receiver::of(&Rc::new(&Statement))).d1_call(call)));
+            assert_eq!(
+                (&&Receiver::of(&Database)).d1_call(call),
+                Access::NotD1Call,
+                "{call:?}"
+            );
+            assert_eq!(
+                (&&Receiver::of(&Box::new(&Database))).d1_call(call),
+                Access::NotD1Call
+            );
+            assert!(own((&&Receiver::of(&Marked)).d1_call(call)));
+            assert!(own((&&Receiver::of(&Unmarked)).d1_call(call)));
+        }
+        for call in database_calls {
+            assert!(own((&&Receiver::of(&Database)).d1_call(call)), "{call:?}");
+            assert_eq!(
+                (&&Receiver::of(&Statement)).d1_call(call),
+                Access::NotD1Call,
+                "{call:?}"
+            );
+            assert!(own((&&Receiver::of(&Marked)).d1_call(call)));
+        }
+        assert!(D1Calls::SESSION.has(D1Calls::BATCH));
+        assert!(!D1Calls::SESSION.has(D1Calls::EXEC));
+        assert!(!D1Calls::SESSION.has(D1Calls::FIRST));
+        assert!(!D1Calls::STATEMENT.has(D1Calls::BATCH.with(D1Calls::FIRST)));
+        #[cfg(feature = "worker")]
+        {
+            assert_eq!(
+                (&&Receiver::of(&worker::send::SendWrapper(Database))).d1_call(D1Calls::RUN),
+                Access::NotD1Call
+            );
+            assert_eq!(
+                <worker::D1DatabaseSession as D1Receiver>::D1_CALLS,
+                D1Calls::SESSION
+            );
+            assert_eq!(
+                <worker::D1Database as D1Receiver>::D1_CALLS,
+                D1Calls::DATABASE
+            );
+            assert_eq!(
+                <worker::D1PreparedStatement as D1Receiver>::D1_CALLS,
+                D1Calls::STATEMENT
+            );
+        }
     }
 
     #[test]

@@ -173,29 +173,11 @@ impl Drop for Watching {
     }
 }
 
-/// A pinned attempt polled inside the scope: what the whole-body expansion awaits. A plain
-/// struct rather than an `async fn`, so that each annotated function adds no state machine
-/// for it.
-#[derive(Debug)]
-#[must_use = "futures do nothing unless polled"]
-pub struct Scoped<'a, F> {
-    attempt: Pin<&'a mut F>,
-}
-
-impl<'a, F: Future> Scoped<'a, F> {
-    /// Polls `attempt` inside the scope.
-    pub fn new(attempt: Pin<&'a mut F>) -> Self {
-        Scoped { attempt }
-    }
-}
-
-impl<F: Future> Future for Scoped<'_, F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let _inside = Inside::enter();
-        self.get_mut().attempt.as_mut().poll(cx)
-    }
+/// The writes recorded so far on this thread ([`record_write`]): a whole-body attempt
+/// compares the count before and after each poll to learn whether a D1 call made within
+/// it may have written, which a `read_only` function's next attempt would make again.
+pub(crate) fn writes() -> u32 {
+    SCOPES.with(Cell::get).writes
 }
 
 /// One more whole attempt counted while it lives, one less when it drops (even if the
@@ -255,13 +237,6 @@ mod tests {
             Poll::Pending => panic!("the attempt should be ready"),
         };
         assert_eq!(poll_once(escaped), Poll::Ready(false));
-    }
-
-    #[test]
-    fn a_pinned_attempt_is_polled_inside_the_scope() {
-        let mut attempt = core::pin::pin!(async { nested() });
-        assert_eq!(poll_once(Scoped::new(attempt.as_mut())), Poll::Ready(true));
-        assert!(!nested());
     }
 
     #[test]

@@ -96,7 +96,9 @@ impl D1DatabaseSession {
 /// `#[d1_retry]` function is retried on a Worker; the kit's must be too, or the same source
 /// would behave differently natively. (`receiver.rs` marks the kit's database and
 /// statement; the session type lives here.)
-impl crate::D1Receiver for D1DatabaseSession {}
+impl crate::D1Receiver for D1DatabaseSession {
+    const D1_CALLS: crate::receiver::D1Calls = crate::receiver::D1Calls::SESSION;
+}
 
 impl D1Database {
     /// A session, as `worker::D1Database::with_session`: `None`, `"first-primary"` or

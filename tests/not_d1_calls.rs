@@ -1,0 +1,172 @@
+//! A method of the user's named like a D1 call, on a D1 type that has no method of that
+//! name (an extension trait's `first` on the database), is made once, as written: it may
+//! make several D1 calls, and a retry of it would make the ones that completed again.
+//!
+//! Each shape fails its second D1 call in every way, on the testing kit's SQLite; the rows
+//! show that its first write ran once. A call the type does have, on the same receivers,
+//! is still retried.
+
+use d1_retry::testing::{D1Database, D1DatabaseSession, D1Result, Error, Fault, Message, Timing};
+use d1_retry::{RetryPolicy, d1_retry};
+use std::rc::Rc;
+use test_support::{calls_with, count};
+
+const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
+const INSERT: &str = "INSERT INTO orders";
+const AUDIT: &str = "INSERT INTO audit";
+
+/// Conveniences a Worker's code adds to the D1 types: each writes an order, then its audit
+/// row, through two D1 calls.
+trait Shortcuts {
+    /// Named like a statement's `first`, which a database has not.
+    async fn first(&self, item: &str) -> Result<D1Result, Error>;
+    /// Named like a database's `dump`, which a session has not, and which d1-retry judges
+    /// a read.
+    async fn dump(&self) -> Result<D1Result, Error>;
+}
+
+async fn order_then_audit(
+    prepare: impl Fn(&str) -> d1_retry::testing::D1PreparedStatement,
+    item: &str,
+) -> Result<D1Result, Error> {
+    let order = prepare("INSERT INTO orders (item) VALUES (?1)")
+        .bind(&[item.into()])?
+        .run()
+        .await?;
+    prepare("INSERT INTO audit (what) VALUES (?1)")
+        .bind(&[item.into()])?
+        .run()
+        .await?;
+    Ok(order)
+}
+
+impl Shortcuts for D1Database {
+    async fn first(&self, item: &str) -> Result<D1Result, Error> {
+        order_then_audit(|sql| self.prepare(sql), item).await
+    }
+    async fn dump(&self) -> Result<D1Result, Error> {
+        order_then_audit(|sql| self.prepare(sql), "dumped").await
+    }
+}
+
+impl Shortcuts for D1DatabaseSession {
+    async fn first(&self, item: &str) -> Result<D1Result, Error> {
+        order_then_audit(|sql| self.prepare(sql), item).await
+    }
+    async fn dump(&self) -> Result<D1Result, Error> {
+        order_then_audit(|sql| self.prepare(sql), "dumped").await
+    }
+}
+
+#[d1_retry(policy = NO_BUDGET)]
+async fn first_on_a_database(db: &D1Database) -> Result<(), Error> {
+    db.first("a").await?;
+    Ok(())
+}
+
+#[d1_retry(policy = NO_BUDGET)]
+async fn first_on_a_shared_database(db: Rc<D1Database>) -> Result<(), Error> {
+    db.first("a").await?;
+    Ok(())
+}
+
+#[d1_retry(policy = NO_BUDGET)]
+async fn dump_on_a_session(db: &D1Database) -> Result<(), Error> {
+    let session = db.with_session(None)?;
+    session.dump().await?;
+    Ok(())
+}
+
+/// The database's own `batch` beside the shortcut: still retried.
+#[d1_retry(policy = NO_BUDGET)]
+async fn own_batch_then_shortcut(db: &D1Database) -> Result<(), Error> {
+    db.batch(vec![
+        db.prepare("INSERT INTO audit (what) VALUES ('batched')"),
+    ])
+    .await?;
+    db.first("a").await?;
+    Ok(())
+}
+
+fn database() -> D1Database {
+    let db = D1Database::open_in_memory().unwrap();
+    db.with_connection(|c| {
+        c.execute_batch(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
+             CREATE TABLE audit (what TEXT NOT NULL);",
+        )
+    })
+    .unwrap();
+    db
+}
+
+/// One of each class, as D1 words it, before and after the statement runs.
+fn failures() -> impl Iterator<Item = (Message, Timing)> {
+    [
+        Message::CannotResolve,
+        Message::NetworkConnectionLost,
+        Message::StorageTimeout,
+    ]
+    .into_iter()
+    .flat_map(|message| {
+        [Timing::BeforeExecution, Timing::AfterExecution].map(|timing| (message, timing))
+    })
+}
+
+/// Runs `shape` with its audit write failing once as `message` says, and checks that the
+/// order was written once and the shortcut made once.
+async fn audit_fails_once<F, Fut>(name: &str, shape: F)
+where
+    F: Fn(D1Database) -> Fut,
+    Fut: Future<Output = Result<(), Error>>,
+{
+    for (message, timing) in failures() {
+        let db = database();
+        db.add_fault(
+            Fault::new(message)
+                .timing(timing)
+                .when_sql_contains(AUDIT)
+                .times(1),
+        );
+        let result = shape(db.clone()).await;
+        let case = format!("{name}: {message:?} {timing:?}");
+        assert!(
+            result.is_err(),
+            "{case}: the shortcut's failure reaches the caller"
+        );
+        assert_eq!(calls_with(&db, INSERT), 1, "{case}");
+        assert_eq!(calls_with(&db, AUDIT), 1, "{case}");
+        assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1, "{case}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_extension_first_on_a_database_is_made_once() {
+    audit_fails_once(
+        "database",
+        |db| async move { first_on_a_database(&db).await },
+    )
+    .await;
+    audit_fails_once("Rc", |db| first_on_a_shared_database(Rc::new(db))).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_extension_dump_on_a_session_is_made_once() {
+    audit_fails_once("session", |db| async move { dump_on_a_session(&db).await }).await;
+}
+
+/// The database's own calls in the same function are retried as before.
+#[tokio::test(start_paused = true)]
+async fn the_type_s_own_calls_are_still_retried() {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::CannotResolve)
+            .when_sql_contains("batched")
+            .times(1),
+    );
+    own_batch_then_shortcut(&db).await.unwrap();
+    // The batch failed before it ran and was made again; the shortcut then ran once.
+    assert_eq!(calls_with(&db, "batched"), 2);
+    assert_eq!(count(&db, "SELECT count(*) FROM audit"), 2);
+    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+}
