@@ -227,11 +227,14 @@ impl Plan<'_, '_> {
     /// After a poll of a `read_only` attempt: a D1 call made within it that may have
     /// written (a nested `#[d1_retry]` function's, a `D1Retry`'s), counted since `writes`
     /// ([`scope::writes`]), is a write the next attempt would make again.
+    ///
     fn after_poll(self, writes: u32) {
         if let Plan::ReadOnly(attempts) = self
             && scope::writes() != writes
         {
-            attempts.record(Some(NESTED_WRITE), false);
+            // Counted without a line of its own: the call that wrote logged its failure if
+            // it failed, and the attempt's is withheld as `write_in_read_only`.
+            attempts.dynamic_writes.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -244,11 +247,6 @@ impl Plan<'_, '_> {
         }
     }
 }
-
-/// What the log shows as the SQL of a write [`Plan::after_poll`] learned of: the call that
-/// made it was not written in the body, so its text is not at hand.
-const NESTED_WRITE: &str =
-    "<a D1 call that may write, made by a function or wrapper the body called>";
 
 /// A pinned attempt polled inside the scope, and watched for writes as [`Turn`] watches
 /// its attempt: what the whole-body expansion awaits under time limits. A plain struct
@@ -318,14 +316,15 @@ impl<'a> Attempt<'a> {
         self.record(sql, sql.is_some_and(is_read_only_prepared));
     }
 
-    pub(crate) fn record(&self, sql: Option<&str>, read_only: bool) {
+    fn record(&self, sql: Option<&str>, read_only: bool) {
         if !read_only {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
             crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
         }
     }
 
-    /// How many dynamic statements that may write the attempts ran.
+    /// How many dynamic statements that may write the attempts ran, and nested D1 calls
+    /// that may have written ([`Plan::after_poll`]).
     pub fn dynamic_writes(&self) -> u32 {
         self.dynamic_writes.load(Ordering::Relaxed)
     }
