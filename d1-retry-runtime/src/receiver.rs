@@ -671,6 +671,8 @@ mod tests {
         assert!(!D1Calls::SESSION.has(D1Calls::EXEC));
         assert!(!D1Calls::SESSION.has(D1Calls::FIRST));
         assert!(!D1Calls::STATEMENT.has(D1Calls::BATCH.with(D1Calls::FIRST)));
+        assert_eq!(D1Calls::STATEMENT.with(D1Calls::FIRST), D1Calls::STATEMENT);
+        assert!(D1Calls::EVERY.has(D1Calls::DATABASE.with(D1Calls::STATEMENT)));
         #[cfg(feature = "worker")]
         {
             assert_eq!(
