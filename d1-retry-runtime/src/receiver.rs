@@ -68,19 +68,28 @@ macro_rules! forward {
     )+};
 }
 
-forward!(
-    &T,
-    &mut T,
-    Box<T>,
-    Rc<T>,
-    Arc<T>,
-    ManuallyDrop<T>,
-    Ref<'_, T>,
-    RefMut<'_, T>,
-    MutexGuard<'_, T>,
-    RwLockReadGuard<'_, T>,
-    RwLockWriteGuard<'_, T>,
-);
+/// Calls `$then!` with the pointers and guards a D1 value is reached through, which have
+/// no execution methods of their own: the one list of them, for the mark and for
+/// [`StatementSql`](crate::statement_sql::StatementSql), so that the two cannot drift.
+macro_rules! through_pointers {
+    ($then:ident) => {
+        $then!(
+            Box<T>,
+            Rc<T>,
+            Arc<T>,
+            ManuallyDrop<T>,
+            Ref<'_, T>,
+            RefMut<'_, T>,
+            MutexGuard<'_, T>,
+            RwLockReadGuard<'_, T>,
+            RwLockWriteGuard<'_, T>,
+        );
+    };
+}
+pub(crate) use through_pointers;
+
+forward!(&T, &mut T);
+through_pointers!(forward);
 #[cfg(feature = "worker")]
 impl<T: D1Receiver> D1Receiver for worker::send::SendWrapper<T> {
     const D1_CALLS: D1Calls = T::D1_CALLS;

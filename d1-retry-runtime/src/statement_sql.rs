@@ -57,17 +57,7 @@ macro_rules! through {
     };
 }
 
-through!(
-    Box<T>,
-    Rc<T>,
-    Arc<T>,
-    ManuallyDrop<T>,
-    Ref<'_, T>,
-    RefMut<'_, T>,
-    MutexGuard<'_, T>,
-    RwLockReadGuard<'_, T>,
-    RwLockWriteGuard<'_, T>,
-);
+crate::receiver::through_pointers!(through);
 
 #[cfg(feature = "worker")]
 impl<T: StatementSql> StatementSql for worker::send::SendWrapper<T> {
