@@ -6,10 +6,10 @@
 //! show that its first write ran once. A call the type does have, on the same receivers,
 //! is still retried.
 
-use d1_retry::testing::{D1Database, D1DatabaseSession, D1Result, Error, Fault, Message, Timing};
+use d1_retry::testing::{D1Database, D1DatabaseSession, D1Result, Error, Message, Timing};
 use d1_retry::{RetryPolicy, d1_retry};
 use std::rc::Rc;
-use test_support::{calls_with, count};
+use test_support::{calls_with, count, fail_once, orders_and_audit};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 const INSERT: &str = "INSERT INTO orders";
@@ -88,18 +88,6 @@ async fn own_batch_then_shortcut(db: &D1Database) -> Result<(), Error> {
     Ok(())
 }
 
-fn database() -> D1Database {
-    let db = D1Database::open_in_memory().unwrap();
-    db.with_connection(|c| {
-        c.execute_batch(
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
-             CREATE TABLE audit (what TEXT NOT NULL);",
-        )
-    })
-    .unwrap();
-    db
-}
-
 /// One of each class, as D1 words it, before and after the statement runs.
 fn failures() -> impl Iterator<Item = (Message, Timing)> {
     [
@@ -121,13 +109,8 @@ where
     Fut: Future<Output = Result<(), Error>>,
 {
     for (message, timing) in failures() {
-        let db = database();
-        db.add_fault(
-            Fault::new(message)
-                .timing(timing)
-                .when_sql_contains(AUDIT)
-                .times(1),
-        );
+        let db = orders_and_audit();
+        fail_once(&db, AUDIT, message, timing);
         let result = shape(db.clone()).await;
         let case = format!("{name}: {message:?} {timing:?}");
         assert!(
@@ -158,11 +141,12 @@ async fn an_extension_dump_on_a_session_is_made_once() {
 /// The database's own calls in the same function are retried as before.
 #[tokio::test(start_paused = true)]
 async fn the_type_s_own_calls_are_still_retried() {
-    let db = database();
-    db.add_fault(
-        Fault::new(Message::CannotResolve)
-            .when_sql_contains("batched")
-            .times(1),
+    let db = orders_and_audit();
+    fail_once(
+        &db,
+        "batched",
+        Message::CannotResolve,
+        Timing::BeforeExecution,
     );
     own_batch_then_shortcut(&db).await.unwrap();
     // The batch failed before it ran and was made again; the shortcut then ran once.

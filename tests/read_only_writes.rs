@@ -7,9 +7,9 @@
 //! kit's SQLite, with its write failing after it ran, or a later read failing before it
 //! ran, on both loops (without and with time limits); the rows show the write ran once.
 
-use d1_retry::testing::{D1Database, Error, Fault, Message, Timing};
+use d1_retry::testing::{D1Database, Error, Message, Timing};
 use d1_retry::{RetryPolicy, d1_retry};
-use test_support::{calls_with, count};
+use test_support::{calls_with, count, fail_once, orders_and_audit};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 const INSERT: &str = "INSERT INTO orders";
@@ -68,23 +68,9 @@ async fn touch_then_count_idempotent(db: &D1Database) -> Result<i64, Error> {
     orders(db).await
 }
 
-fn database() -> D1Database {
-    let db = D1Database::open_in_memory().unwrap();
-    db.with_connection(|c| {
-        c.execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);")
-    })
-    .unwrap();
-    db
-}
-
 fn failing(fragment: &str, message: Message, timing: Timing) -> D1Database {
-    let db = database();
-    db.add_fault(
-        Fault::new(message)
-            .timing(timing)
-            .when_sql_contains(fragment)
-            .times(1),
-    );
+    let db = orders_and_audit();
+    fail_once(&db, fragment, message, timing);
     db
 }
 

@@ -1,9 +1,12 @@
 //! What the per-call tests do to the testing kit's database most often: fail a statement
 //! once after it ran (the first with some SQL, or one call among several), read a number
 //! back from SQLite or count the calls D1 was sent, and start from a table of orders with
-//! an empty archive, which a statement builder of the user's own fills.
+//! an empty archive, which a statement builder of the user's own fills, or from empty
+//! orders and audit tables.
 
-use d1_retry_runtime::testing::{D1Database, D1PreparedStatement, Fault, Message, Operation};
+use d1_retry_runtime::testing::{
+    D1Database, D1PreparedStatement, Fault, Message, Operation, Timing,
+};
 
 /// The next call whose SQL holds `fragment` fails as maybe executed, after it ran, once:
 /// the failure after which only a read may be made again.
@@ -14,6 +17,35 @@ pub fn lose_once_after_running(db: &D1Database, fragment: &str) {
             .when_sql_contains(fragment)
             .times(1),
     );
+}
+
+/// The next call whose SQL holds `fragment` fails once, as `message` says, at `timing`.
+pub fn fail_once(db: &D1Database, fragment: &str, message: Message, timing: Timing) {
+    db.add_fault(
+        Fault::new(message)
+            .timing(timing)
+            .when_sql_contains(fragment)
+            .times(1),
+    );
+}
+
+/// A database on SQLite with an empty `orders` table (`id`, `item`) and an empty `audit`
+/// table (`what`): the tables of the repositories the per-call tests write.
+///
+/// # Panics
+///
+/// When SQLite cannot open an in-memory database.
+#[must_use]
+pub fn orders_and_audit() -> D1Database {
+    let db = D1Database::open_in_memory().unwrap_or_else(|error| panic!("{error}"));
+    db.with_connection(|c| {
+        c.execute_batch(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
+             CREATE TABLE audit (what TEXT NOT NULL);",
+        )
+    })
+    .unwrap_or_else(|error| panic!("{error}"));
+    db
 }
 
 /// The `call`-th call of `operation` (counting from 0) fails as maybe executed, after it

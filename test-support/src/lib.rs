@@ -25,8 +25,8 @@ mod log_capture;
 
 pub use counting_alloc::{CountingAllocator, allocations, allocations_of, block_on};
 pub use faults::{
-    Archive, calls_with, count, lose_call_after_running, lose_once_after_running,
-    orders_with_archive,
+    Archive, calls_with, count, fail_once, lose_call_after_running, lose_once_after_running,
+    orders_and_audit, orders_with_archive,
 };
 pub use join::join_all;
 pub use log_capture::{CaptureGuard, Logs};

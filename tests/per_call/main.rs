@@ -10,18 +10,10 @@ use core::sync::atomic::Ordering;
 
 use d1_retry::testing::{D1Database, Fault, Message, Operation, Timing};
 use repo::{Audit, Repo};
-use test_support::{calls_with, count, lose_once_after_running};
+use test_support::{calls_with, count, lose_once_after_running, orders_and_audit};
 
 fn database() -> D1Database {
-    let db = D1Database::open_in_memory().unwrap();
-    db.with_connection(|c| {
-        c.execute_batch(
-            "CREATE TABLE orders (id INTEGER PRIMARY KEY, item TEXT NOT NULL);
-             CREATE TABLE audit (what TEXT NOT NULL);",
-        )
-    })
-    .unwrap();
-    db
+    orders_and_audit()
 }
 
 fn repo(db: &D1Database) -> Repo {
