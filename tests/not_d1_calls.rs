@@ -7,7 +7,7 @@
 //! is still retried.
 
 use d1_retry::testing::{D1Database, D1DatabaseSession, D1Result, Error, Message, Timing};
-use d1_retry::{RetryPolicy, d1_retry};
+use d1_retry::{Retry, RetryPolicy, d1_retry};
 use std::rc::Rc;
 use test_support::{calls_with, count, fail_once, orders_and_audit};
 
@@ -153,4 +153,23 @@ async fn the_type_s_own_calls_are_still_retried() {
     assert_eq!(calls_with(&db, "batched"), 2);
     assert_eq!(count(&db, "SELECT count(*) FROM audit"), 2);
     assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+}
+
+/// Inside an enclosing `Retry`, the shortcut's failure counts as a write whatever its class:
+/// its own first write ran before the audit write failed before D1 ran it, so the attempt
+/// is not run again.
+#[tokio::test(start_paused = true)]
+async fn an_enclosing_retry_does_not_run_the_shortcut_again() {
+    for (message, timing) in failures() {
+        let db = orders_and_audit();
+        fail_once(&db, AUDIT, message, timing);
+        let result = Retry::new("checkout")
+            .policy(NO_BUDGET)
+            .run(|| first_on_a_database(&db))
+            .await;
+        let case = format!("{message:?} {timing:?}");
+        assert!(result.is_err(), "{case}");
+        assert_eq!(calls_with(&db, INSERT), 1, "{case}");
+        assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1, "{case}");
+    }
 }

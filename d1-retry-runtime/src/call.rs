@@ -177,8 +177,11 @@ impl<'a, S: Sleeper> Call<'a, S> {
             return None;
         }
         let class = failure.class();
-        if class != FailureClass::NotExecuted && access.may_write() {
-            // It may have written: an enclosing `Retry` must not make it again.
+        // It may have written: an enclosing `Retry` must not make it again. A method of the
+        // user's named like a D1 call may have written in an earlier call of its own,
+        // whatever the class of the one that failed.
+        if access.may_write() && (class != FailureClass::NotExecuted || access == Access::NotD1Call)
+        {
             scope::record_write();
         }
         let nested = scope::nested();
