@@ -463,6 +463,11 @@ mod tests {
             "Network connection lost.",
             "context: D1: D1Error { cause: JsValue(Error: Network connection lost.) }",
             "D1: D1Error { other: JsValue(Error: Network connection lost.) }",
+            // One byte off in each part of the prefix: the variant, the field's first byte,
+            // a later byte of the field.
+            "D2: D1Error { cause: JsValue(Error: Network connection lost.) }",
+            "D1: D1Error { kause: JsValue(Error: Network connection lost.) }",
+            "D1: D1Error { cause: JsVal_e(Error: Network connection lost.) }",
             "D1: D1Error {",
             "D1: D1Error { cause: JsValue",
             "",
