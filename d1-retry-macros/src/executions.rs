@@ -964,16 +964,17 @@ impl Finder<'_> {
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
         let site = |receiver: &TokenStream| {
             let access = access(receiver);
-            // A method of the user's named like a D1 call, on a D1 type that has none of
-            // that name, is made once (see the runtime's `D1Calls`).
-            let access = own_access(private, &access, receiver, &own, span);
+            // The site is also told the call and given the receiver, so that a method of
+            // the user's named like a D1 call, on a D1 type that has none of that name, is
+            // made once (the runtime's `Retrying::own`), in the same one call per site.
             if looped {
                 // Spanned at the method, so an error type the runtime cannot read is
                 // reported there. The outer `match` runs from the receiver to the method,
                 // as the call written with its `.await` would, for diagnostics about the
                 // value (`?` on it).
                 let begin = quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver)).d1_site().#begin_method(#call_ident, #access)
+                    (&&#private::Receiver::of(&#receiver)).d1_site()
+                        .#begin_method(#call_ident, #access, &#receiver, #own)
                 };
                 let attempt = quote_spanned! {span=>
                     #execution.#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
@@ -1028,12 +1029,21 @@ impl Finder<'_> {
                     quote_spanned!(whole=> match (#(#values,)*) #arms)
                 }
             } else if let Some(classify) = &timed {
+                // The site's answer about the call joins the access before the closure is
+                // made: a method of another type taking `&mut self` is then borrowed
+                // mutably by the closure alone.
+                let access = quote_spanned! {span=>
+                    #access.and((&&#private::Receiver::of(&#receiver)).d1_site().own(&#receiver, #own))
+                };
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                         #classify
                 }
             } else {
+                let access = quote_spanned! {span=>
+                    #access.and((&&#private::Receiver::of(&#receiver)).d1_site().own(&#receiver, #own))
+                };
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .run(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
@@ -1123,7 +1133,7 @@ impl Finder<'_> {
             seen
         };
         let own = own_call(private, ".await", span);
-        let access = own_access(private, &access, &recv.to_token_stream(), &own, span);
+
         // The loop of `execution` (see there), each attempt awaiting a clone of the
         // statement, kept by the loop; on a receiver that is not D1, the statement itself,
         // once.
@@ -1134,7 +1144,7 @@ impl Finder<'_> {
         let body = quote_spanned! {span=>
             match #base {
                 #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
-                    .#begin_method(#call_ident, #access)
+                    .#begin_method(#call_ident, #access, &#recv, #own)
                 {
                     #[allow(clippy::never_loop)]
                     mut #execution => {
@@ -1162,7 +1172,7 @@ impl Finder<'_> {
     /// call: under time limits, how a `TimedOut` becomes the call's error type.
     fn loop_methods(&self, span: Span) -> (Ident, Ident, Option<TokenStream>) {
         if !self.names.timed {
-            let begin = Ident::new("begin", span);
+            let begin = Ident::new("begin_on", span);
             return (begin, Ident::new("attempt", span), None);
         }
         let private = &self.names.private;
@@ -1170,7 +1180,7 @@ impl Finder<'_> {
         let timeouts = quote_spanned! {span=>
             , |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout()
         };
-        let begin = Ident::new("begin_timed", span);
+        let begin = Ident::new("begin_timed_on", span);
         (begin, Ident::new("attempt_timed", span), Some(timeouts))
     }
 
@@ -1676,26 +1686,6 @@ fn own_call(private: &TokenStream, method: &str, span: Span) -> TokenStream {
     };
     let name = Ident::new(name, span);
     quote_spanned!(span=> #private::D1Calls::#name)
-}
-
-/// `access` joined with the probe of whether `receiver`'s type has the call `own` as its
-/// own. The probe's borrows are temporaries of a `let` that end with it: in the loop's
-/// `match` scrutinee they would be kept across each attempt's await, and make the
-/// function's future larger.
-fn own_access(
-    private: &TokenStream,
-    access: &TokenStream,
-    receiver: &TokenStream,
-    own: &TokenStream,
-    span: Span,
-) -> TokenStream {
-    let joined = Ident::new("__d1_retry_access", Span::mixed_site());
-    quote_spanned! {span=>
-        {
-            let #joined = #access.and((&&#private::Receiver::of(&#receiver)).d1_call(#own));
-            #joined
-        }
-    }
 }
 
 fn is_execution(call: &ExprMethodCall) -> bool {

@@ -45,7 +45,7 @@ use core::task::{Context, Poll};
 use crate::call::Call;
 use crate::decide::Access;
 use crate::failure::Failure;
-use crate::receiver::{ExecutionError, Never, Plain, Retrying};
+use crate::receiver::{D1Calls, D1Receiver, ExecutionError, Never, Plain, Retrying};
 use crate::timeout::TimeLimit;
 use crate::{Sleeper, Stopwatch};
 
@@ -264,12 +264,37 @@ impl Retrying {
             attempts: 1,
         }
     }
+
+    /// [`begin`](Self::begin), for `own` on `receiver` ([`Retrying::own`]): what the
+    /// expansion calls, one call per site.
+    #[inline(always)]
+    pub fn begin_on<'c, S: Sleeper, R: D1Receiver + ?Sized>(
+        self,
+        call: &'c Call<'c, S>,
+        access: Access,
+        receiver: &R,
+        own: D1Calls,
+    ) -> Execution<'c, S> {
+        self.begin(call, access.and(self.own(receiver, own)))
+    }
 }
 
 impl Plain {
     /// The call as written, made once: see [`PlainExecution`].
     #[inline(always)]
     pub fn begin<S>(self, _call: &Call<'_, S>, _access: Access) -> PlainExecution {
+        PlainExecution
+    }
+
+    /// [`begin`](Self::begin), whatever the call.
+    #[inline(always)]
+    pub fn begin_on<S, R: ?Sized>(
+        self,
+        _call: &Call<'_, S>,
+        _access: Access,
+        _receiver: &R,
+        _own: D1Calls,
+    ) -> PlainExecution {
         PlainExecution
     }
 }

@@ -208,10 +208,6 @@ pub fn probed<S: Default>(_probe: impl FnOnce() -> S) -> S {
 pub trait ViaD1Receiver {
     /// The site that retries.
     fn d1_site(&self) -> Retrying;
-
-    /// What the call adds to the access of its statements: nothing when it is one of the
-    /// type's own ([`D1Receiver::D1_CALLS`]), else [`Access::NotD1Call`], never retried.
-    fn d1_call(&self, call: D1Calls) -> Access;
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
@@ -219,35 +215,18 @@ impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
     fn d1_site(&self) -> Retrying {
         Retrying
     }
-
-    #[inline(always)]
-    fn d1_call(&self, call: D1Calls) -> Access {
-        if R::D1_CALLS.has(call) {
-            Access::ReadOnly
-        } else {
-            Access::NotD1Call
-        }
-    }
 }
 
 /// Picked for every other receiver.
 pub trait ViaOtherReceiver {
     /// The site that makes the call as written.
     fn d1_site(&self) -> Plain;
-
-    /// Nothing: a call on this receiver is made once, as written, whatever its access.
-    fn d1_call(&self, call: D1Calls) -> Access;
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
     #[inline(always)]
     fn d1_site(&self) -> Plain {
         Plain
-    }
-
-    #[inline(always)]
-    fn d1_call(&self, _call: D1Calls) -> Access {
-        Access::ReadOnly
     }
 }
 
@@ -372,6 +351,21 @@ impl Retrying {
     pub const fn prepare_access(self) -> Access {
         Access::ReadOnly
     }
+
+    /// What making `call` on `receiver` adds to the access of its statements: nothing when
+    /// it is one of the type's own ([`D1Receiver::D1_CALLS`]), else [`Access::NotD1Call`],
+    /// never retried. Asked of the site the probe picked, not by a second probe: `R` is the
+    /// type the probe found marked. `begin_on` and `begin_timed_on` join it to the access
+    /// they are given, in the one call an awaited site makes; a stored execution's access
+    /// joins it before its closure is made.
+    #[inline(always)]
+    pub fn own<R: D1Receiver + ?Sized>(self, _receiver: &R, call: D1Calls) -> Access {
+        if R::D1_CALLS.has(call) {
+            Access::ReadOnly
+        } else {
+            Access::NotD1Call
+        }
+    }
 }
 
 impl Plain {
@@ -380,6 +374,12 @@ impl Plain {
     #[inline(always)]
     pub const fn prepare_access(self) -> Access {
         Access::Unseen
+    }
+
+    /// Nothing: a call on this receiver is made once, as written, whatever its access.
+    #[inline(always)]
+    pub fn own<R: ?Sized>(self, _receiver: &R, _call: D1Calls) -> Access {
+        Access::ReadOnly
     }
 
     /// Makes `attempt(args)` once: the call as written.
@@ -634,6 +634,13 @@ mod tests {
     /// unmarked one is never retried whatever its calls.
     #[test]
     fn a_call_is_d1_s_only_when_the_type_has_it() {
+        // As the expansion asks: the site the probe picks, then the call on it.
+        macro_rules! call_access {
+            ($receiver:expr, $call:expr) => {{
+                let site = (&&Receiver::of(&$receiver)).d1_site();
+                site.own(&$receiver, $call)
+            }};
+        }
         struct Statement;
         impl D1Receiver for Statement {
             const D1_CALLS: D1Calls = D1Calls::STATEMENT;
@@ -653,28 +660,17 @@ mod tests {
         ];
         let database_calls = [D1Calls::BATCH, D1Calls::EXEC, D1Calls::DUMP];
         for call in statement_calls {
-            assert!(own((&&Receiver::of(&Statement)).d1_call(call)), "{call:?}");
-            assert!(own((&&Receiver::of(&Rc::new(&Statement))).d1_call(call)));
-            assert_eq!(
-                (&&Receiver::of(&Database)).d1_call(call),
-                Access::NotD1Call,
-                "{call:?}"
-            );
-            assert_eq!(
-                (&&Receiver::of(&Box::new(&Database))).d1_call(call),
-                Access::NotD1Call
-            );
-            assert!(own((&&Receiver::of(&Marked)).d1_call(call)));
-            assert!(own((&&Receiver::of(&Unmarked)).d1_call(call)));
+            assert!(own(call_access!(Statement, call)), "{call:?}");
+            assert!(own(call_access!(Rc::new(&Statement), call)));
+            assert_eq!(call_access!(Database, call), Access::NotD1Call, "{call:?}");
+            assert_eq!(call_access!(Box::new(&Database), call), Access::NotD1Call);
+            assert!(own(call_access!(Marked, call)));
+            assert!(own(call_access!(Unmarked, call)));
         }
         for call in database_calls {
-            assert!(own((&&Receiver::of(&Database)).d1_call(call)), "{call:?}");
-            assert_eq!(
-                (&&Receiver::of(&Statement)).d1_call(call),
-                Access::NotD1Call,
-                "{call:?}"
-            );
-            assert!(own((&&Receiver::of(&Marked)).d1_call(call)));
+            assert!(own(call_access!(Database, call)), "{call:?}");
+            assert_eq!(call_access!(Statement, call), Access::NotD1Call, "{call:?}");
+            assert!(own(call_access!(Marked, call)));
         }
         assert!(D1Calls::SESSION.has(D1Calls::BATCH));
         assert!(!D1Calls::SESSION.has(D1Calls::EXEC));
@@ -685,7 +681,7 @@ mod tests {
         #[cfg(feature = "worker")]
         {
             assert_eq!(
-                (&&Receiver::of(&worker::send::SendWrapper(Database))).d1_call(D1Calls::RUN),
+                call_access!(worker::send::SendWrapper(Database), D1Calls::RUN),
                 Access::NotD1Call
             );
             assert_eq!(

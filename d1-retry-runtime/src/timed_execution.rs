@@ -43,7 +43,7 @@ use crate::call::{Limit, TimedCall, convert};
 use crate::decide::Access;
 use crate::execution::{Execution, Once, PlainExecution};
 use crate::failure::Failure;
-use crate::receiver::{ExecutionError, Never, Plain, Retrying};
+use crate::receiver::{D1Calls, D1Receiver, ExecutionError, Never, Plain, Retrying};
 use crate::timeout::TimedOut;
 use crate::{FailureClass, Sleeper, Stopwatch};
 
@@ -300,12 +300,37 @@ impl Retrying {
             started: timed.started(),
         }
     }
+
+    /// [`begin_timed`](Self::begin_timed), for `own` on `receiver` ([`Retrying::own`]):
+    /// what the expansion calls, one call per site.
+    #[inline(always)]
+    pub fn begin_timed_on<'c, S: Sleeper, R: D1Receiver + ?Sized>(
+        self,
+        timed: &'c TimedCall<'c, S>,
+        access: Access,
+        receiver: &R,
+        own: D1Calls,
+    ) -> TimedExecution<'c, S> {
+        self.begin_timed(timed, access.and(self.own(receiver, own)))
+    }
 }
 
 impl Plain {
     /// A plain call: made once, as written, without time limits.
     #[inline(always)]
     pub fn begin_timed<S>(self, _timed: &TimedCall<'_, S>, _access: Access) -> PlainExecution {
+        PlainExecution
+    }
+
+    /// [`begin_timed`](Self::begin_timed), whatever the call.
+    #[inline(always)]
+    pub fn begin_timed_on<S, R: ?Sized>(
+        self,
+        _timed: &TimedCall<'_, S>,
+        _access: Access,
+        _receiver: &R,
+        _own: D1Calls,
+    ) -> PlainExecution {
         PlainExecution
     }
 }
