@@ -964,6 +964,14 @@ impl Finder<'_> {
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
         let site = |receiver: &TokenStream| {
             let access = access(receiver);
+            // A stored execution's access: the site's answer about the call joins it
+            // before the closure is made, so that a method of another type taking
+            // `&mut self` is borrowed mutably by the closure alone.
+            let stored_access = |access: &TokenStream| {
+                quote_spanned! {span=>
+                    #access.and((&&#private::Receiver::of(&#receiver)).d1_site().own(&#receiver, #own))
+                }
+            };
             // The site is also told the call and given the receiver, so that a method of
             // the user's named like a D1 call, on a D1 type that has none of that name, is
             // made once (the runtime's `Retrying::own`), in the same one call per site.
@@ -1029,21 +1037,14 @@ impl Finder<'_> {
                     quote_spanned!(whole=> match (#(#values,)*) #arms)
                 }
             } else if let Some(classify) = &timed {
-                // The site's answer about the call joins the access before the closure is
-                // made: a method of another type taking `&mut self` is then borrowed
-                // mutably by the closure alone.
-                let access = quote_spanned! {span=>
-                    #access.and((&&#private::Receiver::of(&#receiver)).d1_site().own(&#receiver, #own))
-                };
+                let access = stored_access(&access);
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                         #classify
                 }
             } else {
-                let access = quote_spanned! {span=>
-                    #access.and((&&#private::Receiver::of(&#receiver)).d1_site().own(&#receiver, #own))
-                };
+                let access = stored_access(&access);
                 quote_spanned! {span=>
                     (&&#private::Receiver::of(&#receiver)).d1_site()
                         .run(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))

@@ -181,16 +181,11 @@ where
         if wait_is_pending::<S>(&mut this.driver.waiting, cx) {
             return Poll::Pending;
         }
-        let writes = scope::writes();
-        let poll = {
-            // Entered here rather than through `Scoped`, so that a function adds one
-            // `poll` for its attempt, not two.
-            let _inside = Inside::enter();
-            // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
-            unsafe { Pin::new_unchecked(&mut this.attempt) }.poll(cx)
-        };
-        this.plan.after_poll(writes);
-        match poll {
+        // Polled here rather than through `Scoped`, so that a function adds one `poll` for
+        // its attempt, not two.
+        // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
+        let attempt = unsafe { Pin::new_unchecked(&mut this.attempt) };
+        match poll_inside(this.plan, attempt, cx) {
             Poll::Ready(result) => Poll::Ready(this.driver.after(result, this.plan, this.classify)),
             Poll::Pending => Poll::Pending,
         }
@@ -227,7 +222,6 @@ impl Plan<'_, '_> {
     /// After a poll of a `read_only` attempt: a D1 call made within it that may have
     /// written (a nested `#[d1_retry]` function's, a `D1Retry`'s), counted since `writes`
     /// ([`scope::writes`]), is a write the next attempt would make again.
-    ///
     fn after_poll(self, writes: u32) {
         if let Plan::ReadOnly(attempts) = self
             && scope::writes() != writes
@@ -270,14 +264,26 @@ impl<F: Future> Future for Scoped<'_, '_, F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
-        let writes = scope::writes();
-        let poll = {
-            let _inside = Inside::enter();
-            this.attempt.as_mut().poll(cx)
-        };
-        this.plan.after_poll(writes);
-        poll
+        poll_inside(this.plan, this.attempt.as_mut(), cx)
     }
+}
+
+/// Polls a whole-body attempt inside the scope that keeps the D1 calls within from
+/// retrying on their own, and tells `plan` of a write made within it
+/// ([`Plan::after_poll`]): the one poll of [`Turn`] and [`Scoped`].
+#[inline(always)]
+fn poll_inside<F: Future>(
+    plan: Plan<'_, '_>,
+    attempt: Pin<&mut F>,
+    cx: &mut Context<'_>,
+) -> Poll<F::Output> {
+    let writes = scope::writes();
+    let poll = {
+        let _inside = Inside::enter();
+        attempt.poll(cx)
+    };
+    plan.after_poll(writes);
+    poll
 }
 
 /// The dynamic SQL a `read_only` function's attempts ran, observed as it is passed to
