@@ -1,6 +1,7 @@
 //! Whose `prepare` is trusted: `#[d1_retry]` judges the SQL handed to a `prepare` only when
-//! the receiver is a D1 database (a `D1Receiver`), since a `prepare` of the project's own
-//! may build any statement from its argument. Here one inserts the rows its argument
+//! it is a D1 database's or session's own (a `D1Receiver` whose type has `prepare`), since a
+//! `prepare` of the project's own, on its own type or on D1's statement, may build any
+//! statement from its argument. Here one inserts the rows its argument
 //! selects: judged by the `SELECT`, its statement would be retried as a read after D1 ran
 //! it, and the rows would land twice.
 //!
@@ -80,6 +81,20 @@ impl From<Archiving> for String {
     }
 }
 
+/// A helper of the project's on D1's statement, named like D1's `prepare`, which a
+/// statement has not: it hands back the statement it is called on, whatever its argument
+/// (the argument only labels the call). On the archive's insert, `prepare("SELECT ..")` is
+/// that insert, not a read.
+trait Relabel {
+    fn prepare(&self, label: &str) -> D1PreparedStatement;
+}
+
+impl Relabel for D1PreparedStatement {
+    fn prepare(&self, _label: &str) -> D1PreparedStatement {
+        self.clone()
+    }
+}
+
 /// A query named by an enum, which `prepare` takes through `Into<String>`.
 enum Query {
     CountOrders,
@@ -122,6 +137,8 @@ struct Repo {
     cell: RefCell<D1Database>,
     lock: Mutex<D1Database>,
     asked: u32,
+    /// The archive's insert, prepared once.
+    insert: D1PreparedStatement,
 }
 
 impl Repo {
@@ -131,6 +148,10 @@ impl Repo {
 
     fn database(&self) -> &D1Database {
         &self.db
+    }
+
+    fn insert(&self) -> &D1PreparedStatement {
+        &self.insert
     }
 
     /// The column to read, from `&mut self`: an execution's argument that borrows `self`
@@ -175,6 +196,30 @@ impl Repo {
     async fn own_method_on_a_value_bound(&self) -> Result<(), Error> {
         let archived = self.archive().prepare("SELECT item FROM orders");
         archived.run().await?;
+        Ok(())
+    }
+
+    /// The project's `prepare` on D1's own statement: the statement type is D1's, but its
+    /// `prepare` is the project's.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn statement_helper(&self) -> Result<(), Error> {
+        self.insert.prepare("SELECT item FROM orders").run().await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn statement_helper_bound(&self) -> Result<(), Error> {
+        let archived = self.insert.prepare("SELECT item FROM orders");
+        archived.run().await?;
+        Ok(())
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn statement_helper_on_a_value(&self) -> Result<(), Error> {
+        self.insert()
+            .prepare("SELECT item FROM orders")
+            .run()
+            .await?;
         Ok(())
     }
 
@@ -307,8 +352,10 @@ impl Repo {
 
 fn seeded() -> Repo {
     let db = test_support::orders_with_archive();
+    let archive = Archive { db: db.clone() };
     Repo {
-        archive: Archive { db: db.clone() },
+        insert: archive.prepare("SELECT item FROM orders"),
+        archive,
         cell: RefCell::new(db.clone()),
         lock: Mutex::new(db.clone()),
         asked: 0,
@@ -332,7 +379,7 @@ type Method<T> =
 /// caller gets D1's error. Judged by the `SELECT` handed to it, it ran twice.
 #[tokio::test(start_paused = true)]
 async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
-    let methods: [(&str, Method<()>); 9] = [
+    let methods: [(&str, Method<()>); 12] = [
         ("method", |r| Box::pin(r.own_method())),
         ("type named D1Database", |r| {
             Box::pin(r.own_type_named_d1_database())
@@ -346,6 +393,15 @@ async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
         ("function", |r| Box::pin(r.own_function())),
         ("module's function", |r| Box::pin(r.own_module_function())),
         ("query! macro", |r| Box::pin(r.own_query_macro())),
+        ("helper on D1's statement", |r| {
+            Box::pin(r.statement_helper())
+        }),
+        ("helper on D1's statement, bound", |r| {
+            Box::pin(r.statement_helper_bound())
+        }),
+        ("helper on D1's statement, a value", |r| {
+            Box::pin(r.statement_helper_on_a_value())
+        }),
     ];
     for (shape, method) in methods {
         let repo = seeded();

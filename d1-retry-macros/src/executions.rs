@@ -671,7 +671,7 @@ impl Finder<'_> {
     ) -> bool {
         let private = &self.names.private;
         let span = db.span();
-        let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#private::Receiver::of(#receiver)).d1_site());
+        let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#private::Receiver::of(#receiver)).d1_prepare());
         let bare = strip_parens(db);
         let scrutinee = match Database::of(bare) {
             Database::Place { borrowed, variable } => {
@@ -710,7 +710,7 @@ impl Finder<'_> {
         *db = Expr::Verbatim(quote_spanned! {span=>
             (match #scrutinee {
                 #value => {
-                    #slot.record(#probe.prepare_access().is_read_only());
+                    #slot.record(#probe.access().is_read_only());
                     #value
                 }
             })
@@ -729,7 +729,7 @@ impl Finder<'_> {
         let site = Ident::new("__d1_retry_site", Span::mixed_site());
         let check = quote_spanned! {ty.span()=>
             {
-                let #site = (&&#private::Receiver::<#ty>::named()).d1_site();
+                let #site = (&&#private::Receiver::<#ty>::named()).d1_prepare();
                 #site
             }
         };
@@ -1489,10 +1489,11 @@ fn only_tail(block: &mut Block) -> Option<&mut Expr> {
     }
 }
 
-/// The `Access` a `prepare` adds on the receiver probed into `site` (the site its
-/// dispatch picked): none on a D1 receiver, out of sight on any other.
+/// The `Access` a `prepare` adds on the receiver probed into `site` (the `prepare` its
+/// dispatch picked): none when the receiver's type has D1's `prepare`, out of sight on any
+/// other.
 fn prepare_access(site: &Ident) -> TokenStream {
-    quote!(#site.prepare_access())
+    quote!(#site.access())
 }
 
 /// `body`, once the receivers of its `prepare` calls are probed ([`Statements::checks`]):
@@ -2291,7 +2292,7 @@ mod tests {
         let (_, code) =
             run(r#"if a { db.prepare("SELECT 1") } else { self.db.prepare("SELECT 2") }"#);
         assert_eq!(code.matches(". record (").count(), 2, "{code}");
-        assert_eq!(code.matches("prepare_access").count(), 2, "{code}");
+        assert_eq!(code.matches("d1_prepare ()").count(), 2, "{code}");
         // A borrowed statement is followed, its receiver probed before the `let` as usual.
         let (lines, code) = run(r#"&db.prepare("SELECT 1")"#);
         assert_eq!(lines, "run retried read");
@@ -2358,7 +2359,7 @@ mod tests {
         ] {
             let (lines, code) = found_in(write, Mode::PerCall, &[]);
             assert_eq!(lines, ["run retried write"], "{write}");
-            assert!(!code.contains("d1_site () . prepare_access"), "{code}");
+            assert!(!code.contains("d1_prepare"), "{code}");
             assert!(!code.contains("__d1_retry_site"), "{code}");
             assert!(!code.contains("record"), "{code}");
         }
@@ -2369,7 +2370,7 @@ mod tests {
         ] {
             let (lines, code) = found_in(read, Mode::PerCall, &[]);
             assert_eq!(lines, ["run retried read"], "{read}");
-            assert!(code.contains("prepare_access"), "{code}");
+            assert!(code.contains("d1_prepare"), "{code}");
         }
     }
 
@@ -2527,7 +2528,8 @@ mod tests {
                 .find(&format!("{receiver}.prepare"))
                 .expect(&code);
             assert!(probed < made, "{code}");
-            assert!(code.contains("prepare_access ()"), "{code}");
+            assert!(code.contains(". d1_prepare ()"), "{code}");
+            assert!(code.contains("__d1_retry_sql_db_2 . access ()"), "{code}");
             assert!(!code.contains("SqlSlot"), "{code}");
         }
 
@@ -2573,11 +2575,16 @@ mod tests {
         let read = code.find(". access () ;").expect(&code);
         let next = code.find("let t =").expect(&code);
         assert!(bound < read && read < next, "{code}");
-        assert_eq!(code.matches(". access ()").count(), 1, "{code}");
+        assert_eq!(
+            code.matches("__d1_retry_sql_s_1 . access ()").count(),
+            1,
+            "{code}"
+        );
+        assert!(!code.contains("__d1_retry_sql_t"), "{code}");
         // A field of `self` is probed before the `let` too: `t` may run after the field
         // was given another value.
         let probed = flat(&code)
-            .find("Receiver::of(&self.db)).d1_site();__d1_retry_site};lett=")
+            .find("Receiver::of(&self.db)).d1_prepare();__d1_retry_site};lett=")
             .expect(&code);
         let made = flat(&code).find("lett=").expect(&code);
         assert!(probed < made, "{code}");
@@ -2608,7 +2615,8 @@ mod tests {
             let body = format!(r#"{{ {path}(&make_db(), "SELECT 1").run().await?; }}"#);
             let (lines, code) = found_in(&body, Mode::PerCall, &[]);
             assert_eq!(lines, ["run retried read"], "{code}");
-            let probe = format!("(&&::d1_retry::__private::Receiver::<{ty}>::named()).d1_site()");
+            let probe =
+                format!("(&&::d1_retry::__private::Receiver::<{ty}>::named()).d1_prepare()");
             assert!(flat(&code).contains(&flat(&probe)), "{probe}: {code}");
             assert!(!code.contains("make_db ())"), "{code}");
             assert!(!code.contains(". record ("), "{code}");

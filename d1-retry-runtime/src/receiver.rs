@@ -47,7 +47,9 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 /// `D1Receiver`.
 ///
 /// On the `worker` and testing types, only the calls each type has count: `batch`, `exec`
-/// and `dump` on a database, `batch` on a session, the others and `.await` on a statement.
+/// and `dump` on a database, `batch` on a session, the others and `.await` on a statement;
+/// and only a database's and a session's `prepare` is judged by its text (a `prepare` of
+/// yours on D1's statement makes a statement out of sight).
 /// A method of your own of one of those names on a type without it (an extension trait's
 /// `first` on `D1Database`) may make several D1 calls, so it is made once, and its failure
 /// is not retried. On a type you mark, every call of those names counts.
@@ -149,13 +151,19 @@ impl D1Calls {
     pub const DUMP: D1Calls = D1Calls(1 << 7);
     /// `.await` on the value itself (`IntoFuture`).
     pub const AWAIT: D1Calls = D1Calls(1 << 8);
+    /// `prepare(sql)`, which prepares `sql` as it is: not a call that is retried, but one
+    /// whose argument the attribute judges the statement by.
+    pub const PREPARE: D1Calls = D1Calls(1 << 9);
     /// Every call: a type of the user's own marked [`D1Receiver`], whose calls the mark
     /// vouches for.
     pub const EVERY: D1Calls = D1Calls(u16::MAX);
-    /// A database's: `batch`, `exec`, `dump`.
-    pub const DATABASE: D1Calls = D1Calls::BATCH.with(D1Calls::EXEC).with(D1Calls::DUMP);
-    /// A session's: `batch`.
-    pub const SESSION: D1Calls = D1Calls::BATCH;
+    /// A database's: `prepare`, `batch`, `exec`, `dump`.
+    pub const DATABASE: D1Calls = D1Calls::PREPARE
+        .with(D1Calls::BATCH)
+        .with(D1Calls::EXEC)
+        .with(D1Calls::DUMP);
+    /// A session's: `prepare`, `batch`.
+    pub const SESSION: D1Calls = D1Calls::PREPARE.with(D1Calls::BATCH);
     /// A prepared statement's: `first`, `all`, `run`, `raw`, `raw_js_value`, `.await`.
     pub const STATEMENT: D1Calls = D1Calls::FIRST
         .with(D1Calls::ALL)
@@ -206,14 +214,28 @@ pub fn probed<S: Default>(_probe: impl FnOnce() -> S) -> S {
 
 /// Picked for receivers marked [`D1Receiver`].
 pub trait ViaD1Receiver {
+    /// What [`d1_prepare`](Self::d1_prepare) gives: `D1Prepare` of the receiver's type.
+    type Prepare;
+
     /// The site that retries.
     fn d1_site(&self) -> Retrying;
+
+    /// The `prepare` this receiver's type has, whose verdict the statement's access
+    /// joins: zero-sized like the site, so a probe that never runs can make it.
+    fn d1_prepare(&self) -> Self::Prepare;
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
+    type Prepare = D1Prepare<R>;
+
     #[inline(always)]
     fn d1_site(&self) -> Retrying {
         Retrying
+    }
+
+    #[inline(always)]
+    fn d1_prepare(&self) -> D1Prepare<R> {
+        D1Prepare(PhantomData)
     }
 }
 
@@ -221,12 +243,71 @@ impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
 pub trait ViaOtherReceiver {
     /// The site that makes the call as written.
     fn d1_site(&self) -> Plain;
+
+    /// The `prepare` of a type that is not D1's.
+    fn d1_prepare(&self) -> OtherPrepare;
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
     #[inline(always)]
     fn d1_site(&self) -> Plain {
         Plain
+    }
+
+    #[inline(always)]
+    fn d1_prepare(&self) -> OtherPrepare {
+        OtherPrepare
+    }
+}
+
+/// A `prepare(sql)` on a [`D1Receiver`] of type `R`.
+pub struct D1Prepare<R: ?Sized>(PhantomData<fn(&R)>);
+
+// By hand: derived, they would require `R: Copy`. A verdict is `Copy`, as the site is, so
+// that each `async move` block of a statement takes its own.
+impl<R: ?Sized> Clone for D1Prepare<R> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<R: ?Sized> Copy for D1Prepare<R> {}
+
+impl<R: ?Sized> Default for D1Prepare<R> {
+    #[inline(always)]
+    fn default() -> Self {
+        D1Prepare(PhantomData)
+    }
+}
+
+impl<R: D1Receiver + ?Sized> D1Prepare<R> {
+    /// What the `prepare` adds to the access of `sql`: nothing when `R` has D1's
+    /// ([`D1Calls::PREPARE`]), which prepares the text it is given; else the statement is
+    /// out of sight ([`Access::Unseen`]), since that `prepare` is one of the user's (an
+    /// extension trait's on D1's statement), which may build any statement from its
+    /// argument.
+    #[inline(always)]
+    pub fn access(self) -> Access {
+        if R::D1_CALLS.has(D1Calls::PREPARE) {
+            Access::ReadOnly
+        } else {
+            Access::Unseen
+        }
+    }
+}
+
+/// A `prepare(sql)` on any other receiver.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OtherPrepare;
+
+impl OtherPrepare {
+    /// What the `prepare` adds to the access of `sql`: the statement is out of sight
+    /// ([`Access::Unseen`]), since a `prepare` of another type may build any statement
+    /// from it.
+    #[inline(always)]
+    pub fn access(self) -> Access {
+        Access::Unseen
     }
 }
 
@@ -345,13 +426,6 @@ impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
 pub struct Unretried<R>(R);
 
 impl Retrying {
-    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: nothing, since
-    /// a D1 receiver prepares the text it is given.
-    #[inline(always)]
-    pub const fn prepare_access(self) -> Access {
-        Access::ReadOnly
-    }
-
     /// What making `call` on `receiver` adds to the access of its statements: nothing when
     /// it is one of the type's own ([`D1Receiver::D1_CALLS`]), else [`Access::NotD1Call`],
     /// never retried. Asked of the site the probe picked, not by a second probe: `R` is the
@@ -369,13 +443,6 @@ impl Retrying {
 }
 
 impl Plain {
-    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: the statement
-    /// is out of sight, since a `prepare` of another type may build any statement from it.
-    #[inline(always)]
-    pub const fn prepare_access(self) -> Access {
-        Access::Unseen
-    }
-
     /// Nothing: a call on this receiver is made once, as written, whatever its access.
     #[inline(always)]
     pub fn own<R: ?Sized>(self, _receiver: &R, _call: D1Calls) -> Access {
@@ -590,7 +657,7 @@ mod tests {
         // expansion's does.
         macro_rules! prepare_access {
             ($receiver:expr) => {
-                (&&Receiver::of(&$receiver)).d1_site().prepare_access()
+                (&&Receiver::of(&$receiver)).d1_prepare().access()
             };
         }
         let cell = RefCell::new(Marked);
@@ -659,6 +726,19 @@ mod tests {
             D1Calls::AWAIT,
         ];
         let database_calls = [D1Calls::BATCH, D1Calls::EXEC, D1Calls::DUMP];
+        // `prepare` is judged only on a type that has D1's: a statement's is the user's.
+        macro_rules! prepare_access {
+            ($receiver:expr) => {
+                (&&Receiver::of(&$receiver)).d1_prepare().access()
+            };
+        }
+        assert_eq!(prepare_access!(Database), Access::ReadOnly);
+        assert_eq!(prepare_access!(Rc::new(&Database)), Access::ReadOnly);
+        assert_eq!(prepare_access!(Marked), Access::ReadOnly);
+        assert_eq!(prepare_access!(Statement), Access::Unseen);
+        assert_eq!(prepare_access!(Box::new(&Statement)), Access::Unseen);
+        assert!(D1Calls::SESSION.has(D1Calls::PREPARE));
+        assert!(!D1Calls::STATEMENT.has(D1Calls::PREPARE));
         for call in statement_calls {
             assert!(own(call_access!(Statement, call)), "{call:?}");
             assert!(own(call_access!(Rc::new(&Statement), call)));
