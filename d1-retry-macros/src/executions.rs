@@ -671,24 +671,25 @@ impl Finder<'_> {
     ) -> bool {
         let private = &self.names.private;
         let span = db.span();
-        let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#private::Receiver::of(#receiver)).d1_prepare());
+        let receiver =
+            |receiver: TokenStream| quote_spanned!(span=> #private::Receiver::of(#receiver));
+        let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#receiver).d1_prepare());
         let bare = strip_parens(db);
         let scrutinee = match Database::of(bare) {
             Database::Place { borrowed, variable } => {
-                // The site the dispatch picks (`Retrying` or `Plain`, zero-sized), taken by
-                // a `let` whose temporaries (the closure, the borrows) end with it: in a
-                // `match` scrutinee they would be kept across the execution's await, and
-                // make its future larger.
+                // The verdict the dispatch picks, taken by a `let` whose temporaries (the
+                // closure, the borrows) end with it: in a `match` scrutinee they would be
+                // kept across the execution's await, and make its future larger.
                 let site = Ident::new("__d1_retry_site", Span::mixed_site());
-                let probe = dispatch(borrowed);
                 // A variable or a field of one is borrowed as it is, which runs no code; any
                 // other place (a constant, a static, an element, a dereference) only inside
                 // the closure, which is never called. A closure per site is a type more for
                 // rustc to check: nearly every receiver is a variable or a field.
                 let probe = if variable {
-                    probe
+                    dispatch(receiver(borrowed))
                 } else {
-                    quote_spanned!(span=> #private::probed(|| #probe))
+                    let inside = receiver(borrowed);
+                    dispatch(quote_spanned!(span=> #private::probed(|| #inside)))
                 };
                 let check = quote_spanned! {span=>
                     {
@@ -706,11 +707,11 @@ impl Finder<'_> {
             return false;
         };
         let value = Ident::new("__d1_retry_database", Span::mixed_site());
-        let probe = dispatch(quote!(&#value));
+        let probe = dispatch(receiver(quote!(&#value)));
         *db = Expr::Verbatim(quote_spanned! {span=>
             (match #scrutinee {
                 #value => {
-                    #slot.record(#probe.access().is_read_only());
+                    #slot.record(#probe.is_read_only());
                     #value
                 }
             })
@@ -1489,11 +1490,11 @@ fn only_tail(block: &mut Block) -> Option<&mut Expr> {
     }
 }
 
-/// The `Access` a `prepare` adds on the receiver probed into `site` (the `prepare` its
-/// dispatch picked): none when the receiver's type has D1's `prepare`, out of sight on any
+/// The `Access` a `prepare` adds on the receiver probed into `site`: the verdict its
+/// dispatch picked, none when the receiver's type has D1's `prepare`, out of sight on any
 /// other.
 fn prepare_access(site: &Ident) -> TokenStream {
-    quote!(#site.access())
+    quote!(#site)
 }
 
 /// `body`, once the receivers of its `prepare` calls are probed ([`Statements::checks`]):
@@ -1673,21 +1674,21 @@ fn strip_parens_mut(expr: &mut Expr) -> &mut Expr {
 }
 
 /// The runtime's name of an execution's method, for the check that the receiver's type
-/// has it as its own (`D1Calls`).
+/// has it as its own: a unit struct of `calls`, whose `D1Call::CALL` is its bit.
 fn own_call(private: &TokenStream, method: &str, span: Span) -> TokenStream {
     let name = match method {
-        "first" => "FIRST",
-        "all" => "ALL",
-        "run" => "RUN",
-        "raw" => "RAW",
-        "raw_js_value" => "RAW_JS_VALUE",
-        "batch" => "BATCH",
-        "exec" => "EXEC",
-        "dump" => "DUMP",
-        _ => "AWAIT",
+        "first" => "First",
+        "all" => "All",
+        "run" => "Run",
+        "raw" => "Raw",
+        "raw_js_value" => "RawJsValue",
+        "batch" => "Batch",
+        "exec" => "Exec",
+        "dump" => "Dump",
+        _ => "Await",
     };
     let name = Ident::new(name, span);
-    quote_spanned!(span=> #private::D1Calls::#name)
+    quote_spanned!(span=> #private::calls::#name)
 }
 
 fn is_execution(call: &ExprMethodCall) -> bool {
@@ -2529,7 +2530,7 @@ mod tests {
                 .expect(&code);
             assert!(probed < made, "{code}");
             assert!(code.contains(". d1_prepare ()"), "{code}");
-            assert!(code.contains("__d1_retry_sql_db_2 . access ()"), "{code}");
+            assert!(code.contains(". and (__d1_retry_sql_db_2)"), "{code}");
             assert!(!code.contains("SqlSlot"), "{code}");
         }
 
@@ -2540,8 +2541,9 @@ mod tests {
             Mode::PerCall,
             &[],
         );
-        let probed =
-            flat(&code).find("probed(||(&&::d1_retry::__private::Receiver::of(&ARCHIVER))");
+        let probed = flat(&code).find(
+            "(&&::d1_retry::__private::probed(||::d1_retry::__private::Receiver::of(&ARCHIVER))).d1_prepare()",
+        );
         assert!(probed.is_some(), "{code}");
 
         let (_, code) = found_in(

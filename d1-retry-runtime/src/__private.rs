@@ -9,8 +9,8 @@ pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaAsRefLocalError, ViaD
 pub use crate::operation::OperationName;
 pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::receiver::{
-    D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
-    Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, probed,
+    D1Call, D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
+    Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, probed,
 };
 pub use crate::scope::{nested, scoped};
 pub use crate::statement_sql::{StatementProbe, ViaOtherStatement, ViaStatementSql};

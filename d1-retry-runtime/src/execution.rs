@@ -45,7 +45,7 @@ use core::task::{Context, Poll};
 use crate::call::Call;
 use crate::decide::Access;
 use crate::failure::Failure;
-use crate::receiver::{D1Calls, D1Receiver, ExecutionError, Never, Plain, Retrying};
+use crate::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain, Retrying};
 use crate::timeout::TimeLimit;
 use crate::{Sleeper, Stopwatch};
 
@@ -268,12 +268,12 @@ impl Retrying {
     /// [`begin`](Self::begin), for `own` on `receiver` ([`Retrying::own`]): what the
     /// expansion calls, one call per site.
     #[inline(always)]
-    pub fn begin_on<'c, S: Sleeper, R: D1Receiver + ?Sized>(
+    pub fn begin_on<'c, S: Sleeper, R: D1Receiver + ?Sized, C: D1Call>(
         self,
         call: &'c Call<'c, S>,
         access: Access,
         receiver: &R,
-        own: D1Calls,
+        own: C,
     ) -> Execution<'c, S> {
         self.begin(call, access.and(self.own(receiver, own)))
     }
@@ -288,12 +288,12 @@ impl Plain {
 
     /// [`begin`](Self::begin), whatever the call.
     #[inline(always)]
-    pub fn begin_on<S, R: ?Sized>(
+    pub fn begin_on<S, R: ?Sized, C>(
         self,
         _call: &Call<'_, S>,
         _access: Access,
         _receiver: &R,
-        _own: D1Calls,
+        _own: C,
     ) -> PlainExecution {
         PlainExecution
     }

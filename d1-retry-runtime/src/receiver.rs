@@ -185,6 +185,53 @@ impl D1Calls {
     }
 }
 
+/// A call `#[d1_retry]` retries, as a type: the expansion hands [`Retrying::own`] one of
+/// [`calls`]' unit structs rather than a [`D1Calls`] value, so that whether the receiver's
+/// type has the call is a constant of the two types, with no code for rustc to compile at
+/// each site.
+pub trait D1Call {
+    /// The call's bit.
+    const CALL: D1Calls;
+}
+
+/// The calls `#[d1_retry]` retries, one unit struct each, for [`Retrying::own`].
+pub mod calls {
+    use super::{D1Call, D1Calls};
+
+    macro_rules! calls {
+        ($($(#[$doc:meta])* $name:ident = $bit:ident;)+) => {$(
+            $(#[$doc])*
+            #[derive(Clone, Copy, Debug)]
+            pub struct $name;
+
+            impl D1Call for $name {
+                const CALL: D1Calls = D1Calls::$bit;
+            }
+        )+};
+    }
+
+    calls! {
+        /// `first(..)`.
+        First = FIRST;
+        /// `all()`.
+        All = ALL;
+        /// `run()`.
+        Run = RUN;
+        /// `raw()`.
+        Raw = RAW;
+        /// `raw_js_value()`.
+        RawJsValue = RAW_JS_VALUE;
+        /// `batch(..)`.
+        Batch = BATCH;
+        /// `exec(..)`.
+        Exec = EXEC;
+        /// `dump()`.
+        Dump = DUMP;
+        /// `.await` on the value itself.
+        Await = AWAIT;
+    }
+}
+
 /// The receiver's type, without a borrow that outlives the probe.
 pub struct Receiver<R: ?Sized>(PhantomData<fn(&R)>);
 
@@ -203,39 +250,44 @@ impl<R: ?Sized> Receiver<R> {
     }
 }
 
-/// The site a receiver's probe picks, from a closure that probes it and is never called:
-/// the receiver's type is known without evaluating, reading or moving anything. The probe
-/// is inside the closure, so a borrow of a temporary (a constant, a unit struct) ends
-/// there.
+/// The receiver's type, from a closure that probes it and is never called: known without
+/// evaluating, reading or moving anything. The probe is inside the closure, so a borrow of
+/// a temporary (a constant, a unit struct) ends there.
 #[inline(always)]
-pub fn probed<S: Default>(_probe: impl FnOnce() -> S) -> S {
-    S::default()
+pub fn probed<R: ?Sized>(_probe: impl FnOnce() -> Receiver<R>) -> Receiver<R> {
+    Receiver(PhantomData)
 }
 
 /// Picked for receivers marked [`D1Receiver`].
 pub trait ViaD1Receiver {
-    /// What [`d1_prepare`](Self::d1_prepare) gives: `D1Prepare` of the receiver's type.
-    type Prepare;
-
     /// The site that retries.
     fn d1_site(&self) -> Retrying;
 
-    /// The `prepare` this receiver's type has, whose verdict the statement's access
-    /// joins: zero-sized like the site, so a probe that never runs can make it.
-    fn d1_prepare(&self) -> Self::Prepare;
+    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: nothing when
+    /// the type has D1's `prepare` ([`D1Calls::PREPARE`]), which prepares the text it is
+    /// given; else the statement is out of sight ([`Access::Unseen`]), since the `prepare`
+    /// is one of the user's (an extension trait's on D1's statement), which may build any
+    /// statement from its argument.
+    fn d1_prepare(&self) -> Access;
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
-    type Prepare = D1Prepare<R>;
-
     #[inline(always)]
     fn d1_site(&self) -> Retrying {
         Retrying
     }
 
     #[inline(always)]
-    fn d1_prepare(&self) -> D1Prepare<R> {
-        D1Prepare(PhantomData)
+    fn d1_prepare(&self) -> Access {
+        // A constant of `R`: the function is a copy of the verdict in every codegen unit
+        // that uses it, with no call or branch for rustc to compile there.
+        const {
+            if R::D1_CALLS.has(D1Calls::PREPARE) {
+                Access::ReadOnly
+            } else {
+                Access::Unseen
+            }
+        }
     }
 }
 
@@ -244,8 +296,10 @@ pub trait ViaOtherReceiver {
     /// The site that makes the call as written.
     fn d1_site(&self) -> Plain;
 
-    /// The `prepare` of a type that is not D1's.
-    fn d1_prepare(&self) -> OtherPrepare;
+    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: the statement
+    /// is out of sight ([`Access::Unseen`]), since a `prepare` of another type may build
+    /// any statement from it.
+    fn d1_prepare(&self) -> Access;
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
@@ -255,58 +309,7 @@ impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
     }
 
     #[inline(always)]
-    fn d1_prepare(&self) -> OtherPrepare {
-        OtherPrepare
-    }
-}
-
-/// A `prepare(sql)` on a [`D1Receiver`] of type `R`.
-pub struct D1Prepare<R: ?Sized>(PhantomData<fn(&R)>);
-
-// By hand: derived, they would require `R: Copy`. A verdict is `Copy`, as the site is, so
-// that each `async move` block of a statement takes its own.
-impl<R: ?Sized> Clone for D1Prepare<R> {
-    #[inline(always)]
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<R: ?Sized> Copy for D1Prepare<R> {}
-
-impl<R: ?Sized> Default for D1Prepare<R> {
-    #[inline(always)]
-    fn default() -> Self {
-        D1Prepare(PhantomData)
-    }
-}
-
-impl<R: D1Receiver + ?Sized> D1Prepare<R> {
-    /// What the `prepare` adds to the access of `sql`: nothing when `R` has D1's
-    /// ([`D1Calls::PREPARE`]), which prepares the text it is given; else the statement is
-    /// out of sight ([`Access::Unseen`]), since that `prepare` is one of the user's (an
-    /// extension trait's on D1's statement), which may build any statement from its
-    /// argument.
-    #[inline(always)]
-    pub fn access(self) -> Access {
-        if R::D1_CALLS.has(D1Calls::PREPARE) {
-            Access::ReadOnly
-        } else {
-            Access::Unseen
-        }
-    }
-}
-
-/// A `prepare(sql)` on any other receiver.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct OtherPrepare;
-
-impl OtherPrepare {
-    /// What the `prepare` adds to the access of `sql`: the statement is out of sight
-    /// ([`Access::Unseen`]), since a `prepare` of another type may build any statement
-    /// from it.
-    #[inline(always)]
-    pub fn access(self) -> Access {
+    fn d1_prepare(&self) -> Access {
         Access::Unseen
     }
 }
@@ -433,11 +436,14 @@ impl Retrying {
     /// they are given, in the one call an awaited site makes; a stored execution's access
     /// joins it before its closure is made.
     #[inline(always)]
-    pub fn own<R: D1Receiver + ?Sized>(self, _receiver: &R, call: D1Calls) -> Access {
-        if R::D1_CALLS.has(call) {
-            Access::ReadOnly
-        } else {
-            Access::NotD1Call
+    pub fn own<R: D1Receiver + ?Sized, C: D1Call>(self, _receiver: &R, _call: C) -> Access {
+        // A constant of `R` and `C` (see `d1_prepare`).
+        const {
+            if R::D1_CALLS.has(C::CALL) {
+                Access::ReadOnly
+            } else {
+                Access::NotD1Call
+            }
         }
     }
 }
@@ -445,7 +451,7 @@ impl Retrying {
 impl Plain {
     /// Nothing: a call on this receiver is made once, as written, whatever its access.
     #[inline(always)]
-    pub fn own<R: ?Sized>(self, _receiver: &R, _call: D1Calls) -> Access {
+    pub fn own<R: ?Sized, C>(self, _receiver: &R, _call: C) -> Access {
         Access::ReadOnly
     }
 
@@ -657,7 +663,7 @@ mod tests {
         // expansion's does.
         macro_rules! prepare_access {
             ($receiver:expr) => {
-                (&&Receiver::of(&$receiver)).d1_prepare().access()
+                (&&Receiver::of(&$receiver)).d1_prepare()
             };
         }
         let cell = RefCell::new(Marked);
@@ -717,19 +723,11 @@ mod tests {
             const D1_CALLS: D1Calls = D1Calls::DATABASE;
         }
         let own = |access| access == Access::ReadOnly;
-        let statement_calls = [
-            D1Calls::FIRST,
-            D1Calls::ALL,
-            D1Calls::RUN,
-            D1Calls::RAW,
-            D1Calls::RAW_JS_VALUE,
-            D1Calls::AWAIT,
-        ];
-        let database_calls = [D1Calls::BATCH, D1Calls::EXEC, D1Calls::DUMP];
+
         // `prepare` is judged only on a type that has D1's: a statement's is the user's.
         macro_rules! prepare_access {
             ($receiver:expr) => {
-                (&&Receiver::of(&$receiver)).d1_prepare().access()
+                (&&Receiver::of(&$receiver)).d1_prepare()
             };
         }
         assert_eq!(prepare_access!(Database), Access::ReadOnly);
@@ -739,19 +737,28 @@ mod tests {
         assert_eq!(prepare_access!(Box::new(&Statement)), Access::Unseen);
         assert!(D1Calls::SESSION.has(D1Calls::PREPARE));
         assert!(!D1Calls::STATEMENT.has(D1Calls::PREPARE));
-        for call in statement_calls {
-            assert!(own(call_access!(Statement, call)), "{call:?}");
-            assert!(own(call_access!(Rc::new(&Statement), call)));
-            assert_eq!(call_access!(Database, call), Access::NotD1Call, "{call:?}");
-            assert_eq!(call_access!(Box::new(&Database), call), Access::NotD1Call);
-            assert!(own(call_access!(Marked, call)));
-            assert!(own(call_access!(Unmarked, call)));
+        // A macro, not a loop: each call is a type of its own.
+        macro_rules! statement_calls {
+            ($($call:ident),+) => {$(
+                let call = calls::$call;
+                assert!(own(call_access!(Statement, call)), "{call:?}");
+                assert!(own(call_access!(Rc::new(&Statement), call)));
+                assert_eq!(call_access!(Database, call), Access::NotD1Call, "{call:?}");
+                assert_eq!(call_access!(Box::new(&Database), call), Access::NotD1Call);
+                assert!(own(call_access!(Marked, call)));
+                assert!(own(call_access!(Unmarked, call)));
+            )+};
         }
-        for call in database_calls {
-            assert!(own(call_access!(Database, call)), "{call:?}");
-            assert_eq!(call_access!(Statement, call), Access::NotD1Call, "{call:?}");
-            assert!(own(call_access!(Marked, call)));
+        statement_calls!(First, All, Run, Raw, RawJsValue, Await);
+        macro_rules! database_calls {
+            ($($call:ident),+) => {$(
+                let call = calls::$call;
+                assert!(own(call_access!(Database, call)), "{call:?}");
+                assert_eq!(call_access!(Statement, call), Access::NotD1Call, "{call:?}");
+                assert!(own(call_access!(Marked, call)));
+            )+};
         }
+        database_calls!(Batch, Exec, Dump);
         assert!(D1Calls::SESSION.has(D1Calls::BATCH));
         assert!(!D1Calls::SESSION.has(D1Calls::EXEC));
         assert!(!D1Calls::SESSION.has(D1Calls::FIRST));
@@ -761,7 +768,7 @@ mod tests {
         #[cfg(feature = "worker")]
         {
             assert_eq!(
-                call_access!(worker::send::SendWrapper(Database), D1Calls::RUN),
+                call_access!(worker::send::SendWrapper(Database), calls::Run),
                 Access::NotD1Call
             );
             assert_eq!(

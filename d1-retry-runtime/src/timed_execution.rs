@@ -43,7 +43,7 @@ use crate::call::{Limit, TimedCall, convert};
 use crate::decide::Access;
 use crate::execution::{Execution, Once, PlainExecution};
 use crate::failure::Failure;
-use crate::receiver::{D1Calls, D1Receiver, ExecutionError, Never, Plain, Retrying};
+use crate::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain, Retrying};
 use crate::timeout::TimedOut;
 use crate::{FailureClass, Sleeper, Stopwatch};
 
@@ -304,12 +304,12 @@ impl Retrying {
     /// [`begin_timed`](Self::begin_timed), for `own` on `receiver` ([`Retrying::own`]):
     /// what the expansion calls, one call per site.
     #[inline(always)]
-    pub fn begin_timed_on<'c, S: Sleeper, R: D1Receiver + ?Sized>(
+    pub fn begin_timed_on<'c, S: Sleeper, R: D1Receiver + ?Sized, C: D1Call>(
         self,
         timed: &'c TimedCall<'c, S>,
         access: Access,
         receiver: &R,
-        own: D1Calls,
+        own: C,
     ) -> TimedExecution<'c, S> {
         self.begin_timed(timed, access.and(self.own(receiver, own)))
     }
@@ -324,12 +324,12 @@ impl Plain {
 
     /// [`begin_timed`](Self::begin_timed), whatever the call.
     #[inline(always)]
-    pub fn begin_timed_on<S, R: ?Sized>(
+    pub fn begin_timed_on<S, R: ?Sized, C>(
         self,
         _timed: &TimedCall<'_, S>,
         _access: Access,
         _receiver: &R,
-        _own: D1Calls,
+        _own: C,
     ) -> PlainExecution {
         PlainExecution
     }
