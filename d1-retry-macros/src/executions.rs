@@ -435,9 +435,10 @@ struct Statements {
     /// expression, recorded into the execution's slot as they are evaluated.
     scans: usize,
     /// Receivers of `prepare` that are places, probed by type before the statement is
-    /// evaluated ([`Finder::database_check`]): each a local holding the site the dispatch
-    /// picked, zero-sized (so it adds nothing to a future that keeps it across an await),
-    /// and its initialiser.
+    /// evaluated ([`Finder::database_check`]): each a local holding the verdict the
+    /// dispatch picked (an `Access`, one `Copy` byte, read where the execution begins and
+    /// not after, so no future keeps it across an await: the happy path's futures are the
+    /// sizes they were), and its initialiser.
     checks: Vec<(Ident, TokenStream)>,
 }
 
@@ -612,7 +613,8 @@ impl Finder<'_> {
                     let private = &self.names.private;
                     let locals = own.checks.iter().map(|(local, _)| local);
                     let probes = own.checks.iter().map(|(_, probe)| probe);
-                    let accesses = own.checks.iter().map(|(local, _)| prepare_access(local));
+                    // Each local holds its receiver's verdict, an `Access`.
+                    let accesses = locals.clone();
                     let span = arm.span();
                     *arm = Expr::Verbatim(quote_spanned! {span=>
                         {
@@ -825,7 +827,7 @@ impl Finder<'_> {
             parts.push(quote!(#known));
         }
         for (check, _) in &statements.checks {
-            parts.push(prepare_access(check));
+            parts.push(quote!(#check));
         }
         if statements.scans > 0
             && let Some(slot) = slot
@@ -1269,7 +1271,7 @@ impl Finder<'_> {
         }
         for (check, probe) in statements.checks {
             before.push(syn::parse_quote!(let #check = #probe;));
-            verdicts.push(prepare_access(&check));
+            verdicts.push(quote!(#check));
         }
         if statements.scans > 0 {
             // Read once the statement is made: an `Access` is `Copy`, so each `async move`
@@ -1488,13 +1490,6 @@ fn only_tail(block: &mut Block) -> Option<&mut Expr> {
         [Stmt::Expr(value, None)] => Some(value),
         _ => None,
     }
-}
-
-/// The `Access` a `prepare` adds on the receiver probed into `site`: the verdict its
-/// dispatch picked, none when the receiver's type has D1's `prepare`, out of sight on any
-/// other.
-fn prepare_access(site: &Ident) -> TokenStream {
-    quote!(#site)
 }
 
 /// `body`, once the receivers of its `prepare` calls are probed ([`Statements::checks`]):
