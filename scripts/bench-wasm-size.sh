@@ -50,7 +50,9 @@
 #        profile a size-minded Worker uses (lto = true, codegen-units = 1, strip = true,
 #        which also drops the function-names section) instead of the example's; the same
 #        profile on every side. TOP=20 also lists the 20 items of the wasm that changed
-#        most from plain to with (needs twiggy, cargo install twiggy, and python3).
+#        most from plain to with (needs twiggy, cargo install twiggy, and python3); with
+#        SIZE_PROFILE=1, from two more builds of with and plain that keep the names
+#        section (strip = false), which the stripped builds have none of to list by.
 set -euo pipefail
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -399,17 +401,34 @@ if [ -n "${TOP:-}" ]; then
     [[ "$TOP" =~ ^[1-9][0-9]*$ ]] || fail "TOP must be a positive number of items, not '$TOP'"
     twiggy="$(tool twiggy twiggy)"
     command -v python3 >/dev/null || fail "TOP needs python3"
-    "$twiggy" top -n 1000000 -f csv "$plain/build/index_bg.wasm" >"$work/plain.csv"
-    "$twiggy" top -n 1000000 -f csv "$with/build/index_bg.wasm" >"$work/with.csv"
+    named_with="$with" named_plain="$plain"
+    if [ "${SIZE_PROFILE:-0}" = 1 ]; then
+        # Stripped, the wasm has no names to list its items by: the same two Workers again
+        # with the names section kept. Its own bytes are left out of the listing below, so
+        # every other item is the size it has in the stripped builds above.
+        named_with="$(copy with-named)"
+        named_plain="$(copy plain-named)"
+        strip_d1_retry "$named_plain"
+        sed -i 's/^strip = true$/strip = false/' "$named_with/Cargo.toml" "$named_plain/Cargo.toml"
+        build "$named_with" >/dev/null
+        build "$named_plain" >/dev/null
+    fi
+    "$twiggy" top -n 1000000 -f csv "$named_plain/build/index_bg.wasm" >"$work/plain.csv"
+    "$twiggy" top -n 1000000 -f csv "$named_with/build/index_bg.wasm" >"$work/with.csv"
     echo
     echo "the $TOP items that changed most, plain -> with (twiggy top, by name without hash):"
-    python3 - "$work/plain.csv" "$work/with.csv" "$TOP" <<'PY'
+    python3 - "$work/plain.csv" "$work/with.csv" "$TOP" "${SIZE_PROFILE:-0}" <<'PY'
 import collections, csv, re, sys
 
 def sizes(path):
     total = collections.Counter()
     for row in csv.DictReader(open(path)):
         name = re.sub(r"::h[0-9a-f]{16}(\[[0-9]+\])?$", "", row["Name"])
+        # A local copy of a standard library function is numbered (`write_char.550`), and
+        # the numbers differ from one build to the next.
+        name = re.sub(r"\.[0-9]+$", "", name)
+        if sys.argv[4] == "1" and name.endswith('names" subsection'):
+            continue  # the names themselves, which the stripped builds do not have
         if name.startswith("data segment"):
             name = "data segments"
         total[name] += int(row["ShallowSize"])
@@ -420,6 +439,7 @@ rows = sorted(set(plain) | set(with_), key=lambda n: -abs(with_[n] - plain[n]))
 print(f"{'delta':>8} {'plain':>8} {'with':>8}  item")
 for name in rows[: int(sys.argv[3])]:
     print(f"{with_[name] - plain[name]:+8d} {plain[name]:8d} {with_[name]:8d}  {name[:110]}")
+print(f"all items: {sum(with_.values()) - sum(plain.values()):+d} bytes")
 runtime = sum(v for n, v in with_.items() if "d1_retry_runtime" in n)
 print(f"functions of d1_retry_runtime in with: {runtime} bytes")
 PY
