@@ -43,6 +43,35 @@ mod archive {
     }
 }
 
+/// The archive's `prepare` as a trait of the project's that takes the database by value.
+/// Called as `db.prepare(..)` on a database the call could take, Rust would pick it over
+/// D1's own, which `#[d1_retry]` refuses to compile (`tests/ui/by_value_prepare.rs`); the
+/// way the compiler's error offers to write it, through the trait's path, it is out of sight.
+mod by_value {
+    use super::{Error, NO_BUDGET, Repo, d1_retry};
+    use d1_retry::testing::{D1Database, D1PreparedStatement};
+
+    pub trait ArchiveByValue {
+        fn prepare(self, select: &str) -> D1PreparedStatement;
+    }
+
+    impl ArchiveByValue for D1Database {
+        fn prepare(self, select: &str) -> D1PreparedStatement {
+            super::prepare(&self, select)
+        }
+    }
+
+    impl Repo {
+        #[d1_retry(policy = NO_BUDGET)]
+        pub async fn own_by_value_prepare(&self) -> Result<(), Error> {
+            ArchiveByValue::prepare(self.db.clone(), "SELECT item FROM orders")
+                .run()
+                .await?;
+            Ok(())
+        }
+    }
+}
+
 /// A project's own `query!`, named like workers-rs's.
 macro_rules! query {
     ($db:expr, $select:expr) => {
@@ -379,8 +408,11 @@ type Method<T> =
 /// caller gets D1's error. Judged by the `SELECT` handed to it, it ran twice.
 #[tokio::test(start_paused = true)]
 async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
-    let methods: [(&str, Method<()>); 12] = [
+    let methods: [(&str, Method<()>); 13] = [
         ("method", |r| Box::pin(r.own_method())),
+        ("by-value trait's, by its path", |r| {
+            Box::pin(r.own_by_value_prepare())
+        }),
         ("type named D1Database", |r| {
             Box::pin(r.own_type_named_d1_database())
         }),

@@ -23,6 +23,7 @@ use syn::visit::{self, Visit};
 use syn::visit_mut::{self, VisitMut};
 use syn::{Block, Expr, ExprMethodCall, Ident, Local, Macro, Pat, Stmt, Token};
 
+use crate::by_value::{self, PrepareCall};
 use crate::sql::{Handed, Sql, judge};
 
 /// Method names that run SQL on a D1 statement, session or database.
@@ -475,8 +476,9 @@ impl Finder<'_> {
                 self.statement(&mut call.receiver, slot, out);
             }
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
+                let site = call.args.first().map(|sql| PrepareCall::of(call, sql));
                 if let Some(sql) = call.args.first_mut()
-                    && (writes(sql) || self.database_check(&mut call.receiver, slot, out))
+                    && (writes(sql) || self.database_check(&mut call.receiver, site, slot, out))
                 {
                     self.sql_argument(sql, Handed::Prepare, slot, out);
                 } else {
@@ -505,7 +507,7 @@ impl Finder<'_> {
                 let mut args = args.into_iter().flatten();
                 let sql = match (args.next(), args.next()) {
                     (Some(mut db), Some(sql)) => {
-                        if writes(&sql) || self.database_check(&mut db, None, out) {
+                        if writes(&sql) || self.database_check(&mut db, None, None, out) {
                             match judge(&sql, Handed::Prepare) {
                                 Sql::Dynamic => Sql::Unseen,
                                 known => known,
@@ -668,6 +670,7 @@ impl Finder<'_> {
     fn database_check(
         &mut self,
         db: &mut Expr,
+        call: Option<PrepareCall>,
         slot: Option<&Ident>,
         out: &mut Statements,
     ) -> bool {
@@ -676,6 +679,10 @@ impl Finder<'_> {
         let receiver =
             |receiver: TokenStream| quote_spanned!(span=> #private::Receiver::of(#receiver));
         let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#receiver).d1_prepare());
+        // The user's method lookup repeated in code that never runs, to refuse a `prepare`
+        // of the user's that takes a D1 database by value (`by_value.rs`).
+        let by_value =
+            |borrowed: TokenStream| call.map(|call| by_value::check(private, call, borrowed));
         let bare = strip_parens(db);
         let scrutinee = match Database::of(bare) {
             Database::Place { borrowed, variable } => {
@@ -693,8 +700,10 @@ impl Finder<'_> {
                     let inside = receiver(borrowed);
                     dispatch(quote_spanned!(span=> #private::probed(|| #inside)))
                 };
+                let by_value = by_value(quote_spanned!(Span::mixed_site()=> &(#bare)));
                 let check = quote_spanned! {span=>
                     {
+                        #by_value
                         let #site = #probe;
                         #site
                     }
@@ -710,9 +719,11 @@ impl Finder<'_> {
         };
         let value = Ident::new("__d1_retry_database", Span::mixed_site());
         let probe = dispatch(receiver(quote!(&#value)));
+        let by_value = by_value(quote!(&#value));
         *db = Expr::Verbatim(quote_spanned! {span=>
             (match #scrutinee {
                 #value => {
+                    #by_value
                     #slot.record(#probe.is_read_only());
                     #value
                 }
@@ -2517,13 +2528,23 @@ mod tests {
             let (_, code) = found_in(body, Mode::PerCall, &[]);
             let probed = flat(&code)
                 .find(&format!(
-                    "{{let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&{receiver}))"
+                    "let__d1_retry_site=(&&::d1_retry::__private::Receiver::of(&{receiver}))"
                 ))
                 .expect(&code);
             let made = flat(&code)
                 .find(&format!("{receiver}.prepare"))
                 .expect(&code);
             assert!(probed < made, "{code}");
+            // Before it, in code that never runs, the lookup that refuses a `prepare` of
+            // the user's taking the database by value (`by_value.rs`).
+            let looked_up = flat(&code)
+                .find(&format!(
+                    "iffalse{{#[allow(unused_imports)]use::d1_retry::__private::{{\
+                     PrepareTakingTheDatabaseByValueas_,ViaD1Databaseas_,ViaOtherDatabaseas_,}};\
+                     let_=(&&::d1_retry::__private::ByValue::of(&({receiver}))).database().prepare(());}}"
+                ))
+                .expect(&code);
+            assert!(looked_up < probed, "{code}");
             assert!(code.contains(". d1_prepare ()"), "{code}");
             assert!(code.contains(". and (__d1_retry_sql_db_2)"), "{code}");
             assert!(!code.contains("SqlSlot"), "{code}");
@@ -2550,6 +2571,14 @@ mod tests {
         let record = code.find(". record ((&& ").expect(&code);
         let made = code.find(". prepare (\"SELECT 1\")").expect(&code);
         assert!(record < made, "{code}");
+        // The value's lookup is made on the local it was moved into, where it is evaluated.
+        let looked_up = flat(&code)
+            .find("ByValue::of(&__d1_retry_database)).database().prepare(());}")
+            .expect(&code);
+        assert!(
+            looked_up < flat(&code).find(".record((&&").expect(&code),
+            "{code}"
+        );
         assert!(code.contains("SqlSlot :: new ()"), "{code}");
         // ...and the slot is read into the execution's access.
         assert!(

@@ -9,6 +9,7 @@
 //! imports only those before it: no circle.
 
 mod attr;
+mod by_value;
 mod doc;
 mod executions;
 mod expand;

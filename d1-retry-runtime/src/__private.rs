@@ -1,6 +1,9 @@
 //! What `#[d1_retry]` expands into. Not a public API: names and signatures here change
 //! without notice; only the attribute may use them.
 
+pub use crate::by_value_prepare::{
+    ByValue, NotADatabase, PrepareTakingTheDatabaseByValue, ViaD1Database, ViaOtherDatabase,
+};
 pub use crate::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::decide::Access;
 pub use crate::driver::{Attempt, Driver, Plan, Scoped, Turn};

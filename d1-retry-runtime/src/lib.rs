@@ -38,6 +38,7 @@
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
 mod budget;
+mod by_value_prepare;
 mod call;
 mod class;
 mod classify;
