@@ -152,14 +152,19 @@ pub(crate) struct Names {
     pub(crate) private: TokenStream,
     /// The `&Call` every rewritten execution shares.
     pub(crate) call: Ident,
-    /// `    /// `&Call::new(..)`: a schedule of its own for an `async move` block, which may haveCall::new(..)`: a schedule of its own for an async block, which may have
-    /// to outlive the function.
+    /// `&Call::new(..)`: a schedule of its own for an async block, which may have to outlive
+    /// the function.
     pub(crate) call_init: TokenStream,
     /// The whole-body attempt record that observes dynamic SQL under `read_only`.
     pub(crate) attempt: Ident,
     /// The policy may have time limits (time-limit options, or a `policy = PATH` the macro
     /// cannot read): executions are raced against them. Otherwise they hold no timer.
     pub(crate) timed: bool,
+    /// The function takes `self` by reference, so nothing reached from `self` can be moved
+    /// out: a `prepare` that takes a database by value cannot be called on `self.db`, and
+    /// the lookup that refuses one (`by_value.rs`) is not made there, where most databases
+    /// are, and where it would cost rustc a tenth of a read's work for nothing.
+    pub(crate) self_borrowed: bool,
 }
 
 /// What the body holds.
@@ -679,11 +684,12 @@ impl Finder<'_> {
         let receiver =
             |receiver: TokenStream| quote_spanned!(span=> #private::Receiver::of(#receiver));
         let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#receiver).d1_prepare());
+        let bare = strip_parens(db);
         // The user's method lookup repeated in code that never runs, to refuse a `prepare`
         // of the user's that takes a D1 database by value (`by_value.rs`).
+        let call = call.filter(|_| !(self.names.self_borrowed && rooted_at_self(bare)));
         let by_value =
             |borrowed: TokenStream| call.map(|call| by_value::check(private, call, borrowed));
-        let bare = strip_parens(db);
         let scrutinee = match Database::of(bare) {
             Database::Place { borrowed, variable } => {
                 // The verdict the dispatch picks, taken by a `let` whose temporaries (the
@@ -1617,6 +1623,23 @@ impl Database {
     }
 }
 
+/// A place reached from `self` (`self.db`, `&self.db`, `self.dbs[0]`, `*self.db`), which
+/// cannot be rebound.
+fn rooted_at_self(expr: &Expr) -> bool {
+    match expr {
+        Expr::Path(path) => path.qself.is_none() && path.path.is_ident("self"),
+        Expr::Field(field) => rooted_at_self(&field.base),
+        Expr::Index(index) => rooted_at_self(&index.expr),
+        Expr::Unary(unary) if matches!(unary.op, syn::UnOp::Deref(_)) => {
+            rooted_at_self(&unary.expr)
+        }
+        Expr::Reference(reference) => rooted_at_self(&reference.expr),
+        Expr::Paren(inner) => rooted_at_self(&inner.expr),
+        Expr::Group(inner) => rooted_at_self(&inner.expr),
+        _ => false,
+    }
+}
+
 /// A local variable or `self` (a one-name path not written like a constant or a type), or
 /// a field of one.
 fn is_variable(expr: &Expr) -> bool {
@@ -1833,6 +1856,7 @@ mod tests {
             call_init: quote!(&CALL),
             attempt: Ident::new("attempt", Span::call_site()),
             timed: false,
+            self_borrowed: true,
         }
     }
 
@@ -2508,6 +2532,26 @@ mod tests {
         assert!(judged.iter().all(Option::is_some));
     }
 
+    #[test]
+    fn places_reached_from_self() {
+        for (place, from_self) in [
+            ("self", true),
+            ("self.db", true),
+            ("self.dbs[0]", true),
+            ("*self.db", true),
+            ("&self.db", true),
+            ("(self.db)", true),
+            ("self.inner.db", true),
+            ("db", false),
+            ("this.db", false),
+            ("self.db()", false),
+            ("make(self).db", false),
+        ] {
+            let expr: Expr = syn::parse_str(place).unwrap();
+            assert_eq!(rooted_at_self(&expr), from_self, "{place}");
+        }
+    }
+
     /// A variable is borrowed, and a constant probed by a closure that is never called,
     /// before the statement is made (a `prepare` of the project's own may consume it); a
     /// value, where it is evaluated, into the slot; a bound statement's verdicts are read
@@ -2536,15 +2580,20 @@ mod tests {
                 .expect(&code);
             assert!(probed < made, "{code}");
             // Before it, in code that never runs, the lookup that refuses a `prepare` of
-            // the user's taking the database by value (`by_value.rs`).
-            let looked_up = flat(&code)
-                .find(&format!(
-                    "iffalse{{#[allow(unused_imports)]use::d1_retry::__private::{{\
-                     PrepareTakingTheDatabaseByValueas_,ViaD1Databaseas_,ViaOtherDatabaseas_,}};\
-                     let_=(&&::d1_retry::__private::ByValue::of(&({receiver}))).database().prepare(());}}"
-                ))
-                .expect(&code);
-            assert!(looked_up < probed, "{code}");
+            // the user's taking the database by value (`by_value.rs`); not on a place
+            // reached from `self` taken by reference, which could not be moved.
+            if receiver.starts_with("self") {
+                assert!(!code.contains("ByValue"), "{code}");
+            } else {
+                let looked_up = flat(&code)
+                    .find(&format!(
+                        "iffalse{{#[allow(unused_imports)]use::d1_retry::__private::{{\
+                         PrepareTakingTheDatabaseByValueas_,ViaD1Databaseas_,ViaOtherDatabaseas_,}};\
+                         let_=(&&::d1_retry::__private::ByValue::of(&({receiver}))).database().prepare(());}}"
+                    ))
+                    .expect(&code);
+                assert!(looked_up < probed, "{code}");
+            }
             assert!(code.contains(". d1_prepare ()"), "{code}");
             assert!(code.contains(". and (__d1_retry_sql_db_2)"), "{code}");
             assert!(!code.contains("SqlSlot"), "{code}");

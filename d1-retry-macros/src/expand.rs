@@ -58,6 +58,10 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         call_init: quote!(&#private::#schedule::new(#policy, &#operation)),
         attempt: local("__d1_retry_attempt"),
         timed,
+        self_borrowed: function
+            .sig
+            .receiver()
+            .is_some_and(|receiver| matches!(*receiver.ty, syn::Type::Reference(_))),
     };
     let params = parameters(&function.sig);
     let time_limit_check = time_limit_check(&options, &private, &function);

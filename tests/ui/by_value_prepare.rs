@@ -27,6 +27,19 @@ async fn archive_a_variable(db: &D1Database) -> Result<(), Error> {
     Ok(())
 }
 
+struct Repo {
+    db: D1Database,
+}
+
+impl Repo {
+    /// `self` taken by value: its field can be moved out, so the lookup is made there too.
+    #[d1_retry]
+    async fn archive_an_owned_field(self) -> Result<(), Error> {
+        self.db.prepare("SELECT 1").run().await?;
+        Ok(())
+    }
+}
+
 fn main() {
-    let _ = (archive_a_value, archive_a_variable);
+    let _ = (archive_a_value, archive_a_variable, Repo::archive_an_owned_field);
 }
