@@ -32,8 +32,9 @@
 
 use core::marker::PhantomData;
 
-/// A `prepare` that takes a D1 database by value, for D1's database types only: the
-/// attribute's check that no `prepare` of the user's does (see the module). Not meant to be
+/// A `prepare` that takes a D1 database by value, for D1's database types (and the
+/// stand-in [`NotADatabase`]): the attribute's check that no `prepare` of the user's does
+/// (see the module). Not meant to be
 /// called; a compile error that names it means a `prepare` of yours takes a D1 database by
 /// value where `#[d1_retry]` would judge its statement by its argument. Rename that method,
 /// or call it by its trait's path (`MyTrait::prepare(db, sql)`), whose statement is then
