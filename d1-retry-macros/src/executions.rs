@@ -2547,10 +2547,16 @@ mod tests {
             ("this.db", false),
             ("self.db()", false),
             ("make(self).db", false),
+            ("!self.db", false),
         ] {
             let expr: Expr = syn::parse_str(place).unwrap();
             assert_eq!(rooted_at_self(&expr), from_self, "{place}");
         }
+        // In an invisible group, as a `macro_rules!` hands over an `$e:expr`.
+        let grouped = proc_macro2::Group::new(proc_macro2::Delimiter::None, quote!(self.db));
+        let expr: Expr = syn::parse2(grouped.into_token_stream()).unwrap();
+        assert!(matches!(expr, Expr::Group(_)), "{}", expr.to_token_stream());
+        assert!(rooted_at_self(&expr));
     }
 
     /// A variable is borrowed, and a constant probed by a closure that is never called,
