@@ -19,16 +19,18 @@
 //! `&D1Database`, is found a step later, after D1's, and changes nothing, as in the user's
 //! call.
 //!
-//! Only the database types themselves are looked up on. Through a reference, an `Rc`, an
+//! Only the database types themselves are looked up on, and a `Box` of one. Through a
+//! reference, an `Rc`, an
 //! `Arc` or a `Deref` of the user's, a method that takes the database by value cannot be
 //! called (it would move it out), so the user's call could not pick one; but the lookup
 //! here would, and fail to compile where the user's code is fine. Any other receiver is
 //! looked up on [`NotADatabase`] instead, where only a `prepare` of the user's for every
 //! type (a blanket `impl<T>`) is found beside this trait's: that one would run for any
-//! receiver, and is refused alike. (A `Box`, out of which a value can be moved, is not
-//! looked through: a by-value `prepare` for `D1Database` called on a `Box<D1Database>`
-//! is not caught; nor is one that `worker::query!` calls, whose call the attribute does
-//! not rewrite.)
+//! receiver, and is refused alike. A `Box` of a database is looked up on as it is: this
+//! trait is not implemented for it, so the lookup goes through it to the database, out of
+//! which a `Box` lets a method take it by value, as the user's call would. (A by-value
+//! `prepare` that `worker::query!` calls is not caught: the attribute does not rewrite
+//! that call.)
 
 use core::marker::PhantomData;
 
@@ -96,6 +98,16 @@ macro_rules! databases {
             impl ViaD1Database for &ByValue<$database> {
                 type Database = $database;
                 fn database(&self) -> $database {
+                    unreachable!("d1-retry: only named in code that never runs")
+                }
+            }
+
+            // A `Box` is looked up on as it is: the lookup goes through it to the database,
+            // out of which it can move, as the user's call can.
+            $(#[$cfg])*
+            impl ViaD1Database for &ByValue<Box<$database>> {
+                type Database = Box<$database>;
+                fn database(&self) -> Box<$database> {
                     unreachable!("d1-retry: only named in code that never runs")
                 }
             }

@@ -49,12 +49,14 @@ async fn through_pointers(
     rc: Rc<D1Database>,
     arc: &Arc<D1Database>,
     shared: &Shared,
+    boxed: Box<D1Database>,
 ) -> Result<(), Error> {
     db.prepare("SELECT 1").run().await?;
     (&db.clone()).prepare("SELECT 1").run().await?;
     rc.prepare("SELECT 1").run().await?;
     arc.prepare("SELECT 1").run().await?;
     shared.prepare("SELECT 1").run().await?;
+    boxed.prepare("SELECT 1").run().await?;
     let _sql: String = Builder.prepare("SELECT 1");
     Ok(())
 }
