@@ -649,6 +649,14 @@ impl SqlSlot {
 mod tests {
     use super::*;
 
+    /// What a `prepare` on `$receiver` adds to its statement's access. A macro, not a
+    /// function: the dispatch must see each concrete type, as the expansion's does.
+    macro_rules! prepare_access {
+        ($receiver:expr) => {
+            (&&Receiver::of(&$receiver)).d1_prepare()
+        };
+    }
+
     struct Marked;
     impl D1Receiver for Marked {}
 
@@ -659,13 +667,6 @@ mod tests {
     fn wrappers_of_a_marked_type_are_marked() {
         use std::cell::RefCell;
         use std::sync::{Mutex, RwLock};
-        // A macro, not a function: the dispatch must see each concrete type, as the
-        // expansion's does.
-        macro_rules! prepare_access {
-            ($receiver:expr) => {
-                (&&Receiver::of(&$receiver)).d1_prepare()
-            };
-        }
         let cell = RefCell::new(Marked);
         let lock = Mutex::new(Marked);
         let rw = RwLock::new(Marked);
@@ -725,11 +726,6 @@ mod tests {
         let own = |access| access == Access::ReadOnly;
 
         // `prepare` is judged only on a type that has D1's: a statement's is the user's.
-        macro_rules! prepare_access {
-            ($receiver:expr) => {
-                (&&Receiver::of(&$receiver)).d1_prepare()
-            };
-        }
         assert_eq!(prepare_access!(Database), Access::ReadOnly);
         assert_eq!(prepare_access!(Rc::new(&Database)), Access::ReadOnly);
         assert_eq!(prepare_access!(Marked), Access::ReadOnly);
