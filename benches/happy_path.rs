@@ -110,6 +110,7 @@ impl SqliteStatement<'_, '_> {
 // like its database, so that the SQL handed to its `prepare` is judged (a read).
 impl d1_retry::D1Receiver for SqliteStatement<'_, '_> {}
 impl d1_retry::D1Receiver for Sqlite {}
+impl d1_retry::D1Prepare for Sqlite {}
 
 impl UserRepo<Sqlite> {
     async fn find_plain(&self, id: i64) -> Result<Row, DbError> {

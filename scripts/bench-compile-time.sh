@@ -108,9 +108,11 @@ impl Statement {
 }
 EOF
         if [ "$annotate" = yes ]; then
-            # Marked like worker's types, so every execution takes the retrying path.
+            # Marked like worker's types, so every execution takes the retrying path, and
+            # the SQL handed to the database's `prepare` is judged as D1's is.
             echo 'impl d1_retry::D1Receiver for Db {}'
             echo 'impl d1_retry::D1Receiver for Statement {}'
+            echo 'impl d1_retry::D1Prepare for Db {}'
             # For `SHAPE=timed`: a policy the attribute cannot read, and an error that can
             # receive a timeout, as `worker::Error` can.
             echo 'pub const POLICY: d1_retry::RetryPolicy = d1_retry::RetryPolicy::DEFAULT;'

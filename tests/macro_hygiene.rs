@@ -38,6 +38,7 @@ mod hostile {
     }
 
     impl d1_retry::D1Receiver for Db {}
+    impl d1_retry::D1Prepare for Db {}
 
     impl Db {
         fn prepare(&self, _sql: &str) -> &Self {

@@ -72,6 +72,182 @@ mod by_value {
     }
 }
 
+/// The archive's `prepare` as traits of the project's for what a database is reached
+/// through: an `Rc`, an `Arc`, a `Box`, a reference to a reference, and the database
+/// borrowed mutably. Rust tries the methods of each type it dereferences in turn, so such a
+/// method is found before D1's `prepare(&self)`, which is only reached at the database
+/// itself; a by-value one on the database is reached through a `Box`, out of which it can
+/// move. Each repository method here makes its statement through one of them, with only
+/// that trait in scope.
+mod through {
+    use super::{Error, NO_BUDGET, Repo, d1_retry};
+    use d1_retry::testing::{D1Database, D1PreparedStatement};
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    macro_rules! archive_through {
+        ($($pointer:ty),+) => {
+            pub trait ArchiveThrough {
+                fn prepare(&self, select: &str) -> D1PreparedStatement;
+            }
+            $(
+                impl ArchiveThrough for $pointer {
+                    fn prepare(&self, select: &str) -> D1PreparedStatement {
+                        super::prepare(self, select)
+                    }
+                }
+            )+
+        };
+    }
+    archive_through!(
+        Rc<D1Database>,
+        Arc<D1Database>,
+        Box<D1Database>,
+        &D1Database
+    );
+
+    pub trait ArchiveByMut {
+        fn prepare(&mut self, select: &str) -> D1PreparedStatement;
+    }
+
+    impl ArchiveByMut for D1Database {
+        fn prepare(&mut self, select: &str) -> D1PreparedStatement {
+            super::prepare(self, select)
+        }
+    }
+
+    impl Repo {
+        /// Through a field of the repository's.
+        #[d1_retry(policy = NO_BUDGET)]
+        pub async fn own_prepare_through_an_rc(&self) -> Result<(), Error> {
+            self.shared.prepare("SELECT item FROM orders").run().await?;
+            Ok(())
+        }
+
+        #[d1_retry(policy = NO_BUDGET)]
+        pub async fn own_prepare_through_an_arc(&self) -> Result<(), Error> {
+            let shared = Arc::new(self.db.clone());
+            let archived = shared.prepare("SELECT item FROM orders");
+            archived.run().await?;
+            Ok(())
+        }
+
+        #[d1_retry(policy = NO_BUDGET)]
+        pub async fn own_prepare_through_a_box(&self) -> Result<(), Error> {
+            Box::new(self.db.clone())
+                .prepare("SELECT item FROM orders")
+                .run()
+                .await?;
+            Ok(())
+        }
+
+        #[d1_retry(policy = NO_BUDGET)]
+        pub async fn own_prepare_through_a_reference(&self) -> Result<(), Error> {
+            let db = &self.db;
+            let db = &db;
+            db.prepare("SELECT item FROM orders").run().await?;
+            Ok(())
+        }
+
+        #[d1_retry(policy = NO_BUDGET)]
+        pub async fn own_prepare_borrowing_mutably(&self) -> Result<(), Error> {
+            let mut db = self.db.clone();
+            let db = &mut db;
+            db.prepare("SELECT item FROM orders").run().await?;
+            Ok(())
+        }
+    }
+
+    /// The by-value trait of [`super::by_value`], through a `Box`.
+    mod boxed {
+        use super::super::by_value::ArchiveByValue;
+        use super::{Error, NO_BUDGET, Repo, d1_retry};
+
+        impl Repo {
+            #[d1_retry(policy = NO_BUDGET)]
+            pub async fn own_by_value_prepare_through_a_box(&self) -> Result<(), Error> {
+                let boxed = Box::new(self.db.clone());
+                boxed.prepare("SELECT item FROM orders").run().await?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A repository generic over its database, which prepares through a trait of the
+/// project's: in a generic function Rust can only call the `prepare` of a bound, never D1's
+/// own, so a `prepare` there is always the project's. One trait archives, as the others
+/// here do; the other prepares its argument, as most such traits do, and its read is made
+/// again.
+mod generic {
+    use super::{Error, NO_BUDGET, Repo, d1_retry};
+    use d1_retry::D1Receiver;
+    use d1_retry::testing::{D1Database, D1PreparedStatement};
+
+    pub trait Archiving {
+        fn prepare(&self, select: &str) -> D1PreparedStatement;
+    }
+
+    impl Archiving for D1Database {
+        fn prepare(&self, select: &str) -> D1PreparedStatement {
+            super::prepare(self, select)
+        }
+    }
+
+    pub trait Preparing {
+        fn prepare(&self, sql: &str) -> D1PreparedStatement;
+    }
+
+    impl Preparing for D1Database {
+        fn prepare(&self, sql: &str) -> D1PreparedStatement {
+            D1Database::prepare(self, sql)
+        }
+    }
+
+    pub struct Archive<D> {
+        db: D,
+    }
+
+    impl<D: D1Receiver + Archiving> Archive<D> {
+        #[d1_retry(policy = NO_BUDGET)]
+        async fn archive(&self) -> Result<(), Error> {
+            self.db.prepare("SELECT item FROM orders").run().await?;
+            Ok(())
+        }
+    }
+
+    pub struct Orders<D> {
+        db: D,
+    }
+
+    impl<D: D1Receiver + Preparing> Orders<D> {
+        #[d1_retry(policy = NO_BUDGET)]
+        async fn count(&self) -> Result<Option<super::Count>, Error> {
+            self.db.prepare(super::READ).first(None).await
+        }
+    }
+
+    impl Repo {
+        pub async fn own_prepare_of_a_generic_database(&self) -> Result<(), Error> {
+            Archive {
+                db: self.db.clone(),
+            }
+            .archive()
+            .await
+        }
+
+        pub async fn d1_prepare_of_a_generic_database(
+            &self,
+        ) -> Result<Option<super::Count>, Error> {
+            Orders {
+                db: self.db.clone(),
+            }
+            .count()
+            .await
+        }
+    }
+}
+
 /// A project's own `query!`, named like workers-rs's.
 macro_rules! query {
     ($db:expr, $select:expr) => {
@@ -165,6 +341,8 @@ struct Repo {
     /// The same database behind a `RefCell` and a `Mutex`, whose guards deref to it.
     cell: RefCell<D1Database>,
     lock: Mutex<D1Database>,
+    /// The same database behind an `Rc`.
+    shared: std::rc::Rc<D1Database>,
     asked: u32,
     /// The archive's insert, prepared once.
     insert: D1PreparedStatement,
@@ -387,6 +565,7 @@ fn seeded() -> Repo {
         archive,
         cell: RefCell::new(db.clone()),
         lock: Mutex::new(db.clone()),
+        shared: std::rc::Rc::new(db.clone()),
         asked: 0,
         db,
     }
@@ -408,7 +587,7 @@ type Method<T> =
 /// caller gets D1's error. Judged by the `SELECT` handed to it, it ran twice.
 #[tokio::test(start_paused = true)]
 async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
-    let methods: [(&str, Method<()>); 13] = [
+    let methods: [(&str, Method<()>); 20] = [
         ("method", |r| Box::pin(r.own_method())),
         ("by-value trait's, by its path", |r| {
             Box::pin(r.own_by_value_prepare())
@@ -434,6 +613,27 @@ async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
         ("helper on D1's statement, a value", |r| {
             Box::pin(r.statement_helper_on_a_value())
         }),
+        ("trait's for an Rc", |r| {
+            Box::pin(r.own_prepare_through_an_rc())
+        }),
+        ("trait's for an Arc, bound", |r| {
+            Box::pin(r.own_prepare_through_an_arc())
+        }),
+        ("trait's for a Box, on a value", |r| {
+            Box::pin(r.own_prepare_through_a_box())
+        }),
+        ("trait's for a reference", |r| {
+            Box::pin(r.own_prepare_through_a_reference())
+        }),
+        ("trait's borrowing mutably", |r| {
+            Box::pin(r.own_prepare_borrowing_mutably())
+        }),
+        ("by-value trait's, through a Box", |r| {
+            Box::pin(r.own_by_value_prepare_through_a_box())
+        }),
+        ("trait's, of a generic database", |r| {
+            Box::pin(r.own_prepare_of_a_generic_database())
+        }),
     ];
     for (shape, method) in methods {
         let repo = seeded();
@@ -448,8 +648,12 @@ async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
 /// `Mutex`'s guard, through its path: the read that failed after it ran is made again.
 #[tokio::test(start_paused = true)]
 async fn d1_s_prepare_keeps_its_reads_retried() {
-    let methods: [(&str, Method<Option<Count>>); 7] = [
+    let methods: [(&str, Method<Option<Count>>); 8] = [
         ("field", |r| Box::pin(r.d1_field())),
+        (
+            "trait's that prepares its argument, of a generic database",
+            |r| Box::pin(r.d1_prepare_of_a_generic_database()),
+        ),
         ("RefCell's guard, bound", |r| {
             Box::pin(r.d1_behind_a_ref_cell())
         }),
@@ -462,11 +666,10 @@ async fn d1_s_prepare_keeps_its_reads_retried() {
     for (shape, method) in methods {
         let repo = seeded();
         lose_once_after_running(&repo, READ);
-        assert_eq!(
-            method(&repo).await.unwrap(),
-            Some(Count { n: 1 }),
-            "{shape}"
-        );
+        let count = method(&repo)
+            .await
+            .unwrap_or_else(|error| panic!("{shape}: {error}"));
+        assert_eq!(count, Some(Count { n: 1 }), "{shape}");
         assert_eq!(repo.db.calls().len(), 2, "{shape}: made again");
     }
 }

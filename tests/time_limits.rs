@@ -83,9 +83,12 @@ struct Statement<'db> {
 }
 
 impl d1_retry::D1Receiver for Statement<'_> {}
-// The database too: its `prepare` stands for D1's, so the attribute judges the SQL given to
-// it (a `prepare` on an unmarked type is out of sight, counted as a write).
+// The database too, and `D1Prepare` for it and a reference to it: its `prepare` stands for
+// D1's, so the attribute judges the SQL given to it (a `prepare` on another type is out of
+// sight, and this kit's statements cannot tell their SQL: a write).
 impl d1_retry::D1Receiver for Db {}
+impl d1_retry::D1Prepare for Db {}
+impl d1_retry::D1Prepare for &Db {}
 
 impl Db {
     fn new(script: impl IntoIterator<Item = Step>) -> Self {

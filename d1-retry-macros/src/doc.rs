@@ -28,7 +28,7 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
                 "\n\n**Retries** (`#[d1_retry]`): {count} call{plural} named like D1 \
                  executions, each retried on its own if its receiver is a `D1Receiver` (a D1 \
                  statement, session or database) whose type has that call, its SQL judged \
-                 where a `D1Receiver`'s own `prepare` made it, else read from D1's statement \
+                 where D1's own `prepare` made it, else read from D1's statement \
                  when it runs (any other statement counts as a write):"
             );
             for execution in &found.executions {
@@ -153,7 +153,7 @@ mod tests {
             per_call.contains("0 calls named like D1 executions"),
             "{per_call}"
         );
-        assert!(per_call.contains("its SQL judged where a `D1Receiver`'s own `prepare` made it"));
+        assert!(per_call.contains("its SQL judged where D1's own `prepare` made it"));
         assert!(per_call.contains("else read from D1's statement when it runs"));
         assert!(per_call.contains("They share 4 retries in all"));
         let read_only = paragraph(&found, Mode::WholeBody { read_only: true }, "4 retries");

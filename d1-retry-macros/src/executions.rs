@@ -449,15 +449,6 @@ struct Statements {
     checks: Vec<(Ident, TokenStream)>,
 }
 
-impl Statements {
-    /// Whether some SQL is out of sight at expansion. (A probe of a `prepare` that is not
-    /// D1's may make it so only at run time; that statement stays a write, and every other
-    /// statement is spared a read it does not need.)
-    fn unseen(&self) -> bool {
-        self.sql.iter().any(|sql| matches!(sql, Sql::Unseen))
-    }
-}
-
 impl Finder<'_> {
     fn fresh_slot(&mut self, hint: &str) -> Ident {
         self.next_slot += 1;
@@ -627,7 +618,7 @@ impl Finder<'_> {
                     *arm = Expr::Verbatim(quote_spanned! {span=>
                         {
                             #(let #locals = #probes;)*
-                            #slot.record(#private::Access::ReadOnly #(.and(#accesses))*.is_read_only());
+                            #slot.join(#private::Access::ReadOnly #(.and(#accesses))*);
                             #arm
                         }
                     });
@@ -654,8 +645,9 @@ impl Finder<'_> {
     }
 
     /// Whether the SQL handed to a `prepare` on `db` (its receiver, or the first argument of
-    /// `D1Database::prepare`) may be judged: only a [`D1Receiver`]'s `prepare` is known to
-    /// prepare its argument as it is, and one of the user's own may build any statement
+    /// `D1Database::prepare`) may be judged: only D1's own `prepare`, on its database or
+    /// session or a reference to one (the runtime's `D1Prepare`), is known to be the one
+    /// called and to prepare its argument as it is, and one of the user's may build any statement
     /// from it (`self.archive.prepare("SELECT ..")` inserting the rows it selects). The
     /// attribute cannot see types, so the expansion asks the runtime's receiver dispatch,
     /// whose verdict joins the statement's access; how depends on the receiver
@@ -731,7 +723,7 @@ impl Finder<'_> {
             (match #scrutinee {
                 #value => {
                     #by_value
-                    #slot.record(#probe.is_read_only());
+                    #slot.join(#probe);
                     #value
                 }
             })
@@ -933,10 +925,6 @@ impl Finder<'_> {
             }),
             _ => self.statement(&mut call.receiver, scan_into, &mut statements),
         }
-        // A statement's own execution (not a database's `batch`, `exec` or `dump`) whose
-        // SQL is out of sight is judged by the SQL it holds, read where it runs.
-        let reads_statement =
-            !matches!(method.as_str(), "batch" | "exec" | "dump") && statements.unseen();
         let own = own_call(&self.names.private, &method, span);
         self.executions.push(Execution {
             method,
@@ -946,15 +934,10 @@ impl Finder<'_> {
         if !rewritable {
             return None;
         }
-        let seen = self.access(&statements, Some(&slot));
+        // Where it is `Unseen`, the runtime judges a statement by the SQL it holds, read
+        // where the execution begins (`Retrying::access`).
+        let access = self.access(&statements, Some(&slot));
         let private = &self.names.private;
-        let access = |receiver: &TokenStream| {
-            if reads_statement {
-                held_sql_access(private, receiver, &seen, span)
-            } else {
-                seen.clone()
-            }
-        };
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         // Each argument's name carries its value's span, so a type error in it points there.
@@ -984,13 +967,12 @@ impl Finder<'_> {
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
         let site = |receiver: &TokenStream| {
-            let access = access(receiver);
             // A stored execution's access: the site's answer about the call joins it
             // before the closure is made, so that a method of another type taking
             // `&mut self` is borrowed mutably by the closure alone.
             let stored_access = |access: &TokenStream| {
                 quote_spanned! {span=>
-                    #access.and((&&#private::Receiver::of(&#receiver)).d1_site().own(&#receiver, #own))
+                    (&&#private::Receiver::of(&#receiver)).d1_site().access(#access, &#receiver, #own)
                 }
             };
             // The site is also told the call and given the receiver, so that a method of
@@ -1144,16 +1126,11 @@ impl Finder<'_> {
             sql: statements.sql.clone(),
             rewritten: true,
         });
-        let seen = self.access(&statements, Some(&slot));
+        let access = self.access(&statements, Some(&slot));
         let private = &self.names.private;
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let span = base.span();
-        let access = if statements.unseen() {
-            held_sql_access(private, &recv.to_token_stream(), &seen, span)
-        } else {
-            seen
-        };
         let own = own_call(private, ".await", span);
 
         // The loop of `execution` (see there), each attempt awaiting a clone of the
@@ -1548,25 +1525,6 @@ fn scanned(private: &TokenStream, sql: &Expr, record: &TokenStream, span: Span) 
                 #record((&&#private::SqlProbe(&#value)).d1_text());
                 #value
             }
-        }
-    }
-}
-
-/// `seen`, the access known at expansion, or, where it is `Unseen`, the access of the SQL
-/// the statement `receiver` holds, read by the runtime when the execution begins (a
-/// statement kept in a field, passed in, or made by a helper carries its text); a receiver
-/// whose SQL cannot be read stays out of sight.
-fn held_sql_access(
-    private: &TokenStream,
-    receiver: &TokenStream,
-    seen: &TokenStream,
-    span: Span,
-) -> TokenStream {
-    quote_spanned! {span=>
-        {
-            #[allow(unused_imports)]
-            use #private::{ViaOtherStatement as _, ViaStatementSql as _};
-            (&&#private::StatementProbe(&#receiver)).d1_access(#seen)
         }
     }
 }
@@ -2320,10 +2278,10 @@ mod tests {
         }
         let (lines, _) = run(r#"if a { helper() } else { return Ok(()) }"#);
         assert_eq!(lines, "run retried unseen");
-        // Each arm records its receiver's verdict into the statement's slot.
+        // Each arm joins its receiver's verdict into the statement's slot.
         let (_, code) =
             run(r#"if a { db.prepare("SELECT 1") } else { self.db.prepare("SELECT 2") }"#);
-        assert_eq!(code.matches(". record (").count(), 2, "{code}");
+        assert_eq!(code.matches(". join (").count(), 2, "{code}");
         assert_eq!(code.matches("d1_prepare ()").count(), 2, "{code}");
         // A borrowed statement is followed, its receiver probed before the `let` as usual.
         let (lines, code) = run(r#"&db.prepare("SELECT 1")"#);
@@ -2374,7 +2332,7 @@ mod tests {
             &[],
         );
         assert_eq!(lines, ["run retried read+read"]);
-        assert_eq!(code.matches(". record (").count(), 2, "{code}");
+        assert_eq!(code.matches(". join (").count(), 2, "{code}");
     }
 
     /// A literal that may write is a write whatever prepares it: its receiver is not
@@ -2624,7 +2582,7 @@ mod tests {
             &[],
         );
         assert!(!code.contains("probed"), "{code}");
-        let record = code.find(". record ((&& ").expect(&code);
+        let record = code.find(". join ((&& ").expect(&code);
         let made = code.find(". prepare (\"SELECT 1\")").expect(&code);
         assert!(record < made, "{code}");
         // The value's lookup is made on the local it was moved into, where it is evaluated.
@@ -2632,7 +2590,7 @@ mod tests {
             .find("ByValue::of(&__d1_retry_database)).database().prepare(());}")
             .expect(&code);
         assert!(
-            looked_up < flat(&code).find(".record((&&").expect(&code),
+            looked_up < flat(&code).find(".join((&&").expect(&code),
             "{code}"
         );
         assert!(code.contains("SqlSlot :: new ()"), "{code}");
@@ -2681,7 +2639,7 @@ mod tests {
             &[],
         );
         assert!(!code.contains("probed"), "{code}");
-        assert!(code.contains(". record ("), "{code}");
+        assert!(code.contains(". join ("), "{code}");
 
         // A path's function is its type's, whatever the argument is: the type named is
         // probed (one of the user's named `D1Database` is not trusted), the argument not.

@@ -92,7 +92,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             quote! {
                 #policy_check
                 #[allow(unused_imports)]
-                use #private::{ViaD1Receiver as _, ViaOtherReceiver as _, #timed_traits #probe_traits};
+                use #private::{ViaD1Receiver as _, ViaOtherReceiver as _, ViaD1Prepare as _, ViaOtherPrepare as _, #timed_traits #probe_traits};
                 #time_limit_check
                 let #call = #call_init;
                 #(#stmts)*

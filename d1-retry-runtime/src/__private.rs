@@ -5,6 +5,7 @@ pub use crate::by_value_prepare::{
     ByValue, NotADatabase, PrepareTakingTheDatabaseByValue, ViaD1Database, ViaOtherDatabase,
 };
 pub use crate::call::{Call, TimedCall, execute, execute_timed};
+pub use crate::d1_prepare::{ViaD1Prepare, ViaOtherPrepare};
 pub use crate::decide::Access;
 pub use crate::driver::{Attempt, Driver, Plan, Scoped, Turn};
 pub use crate::execution::{Attempting, Execution, Once, PlainExecution};
@@ -16,7 +17,6 @@ pub use crate::receiver::{
     Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, probed,
 };
 pub use crate::scope::{nested, scoped};
-pub use crate::statement_sql::{StatementProbe, ViaOtherStatement, ViaStatementSql};
 pub use crate::timed_execution::{TimedAttempting, TimedExecution};
 pub use crate::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,

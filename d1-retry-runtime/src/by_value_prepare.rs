@@ -1,9 +1,10 @@
 //! The check that a `prepare` the attribute judges by its SQL is D1's own, when the
 //! database is a value the call could take by value.
 //!
-//! `#[d1_retry]` judges a statement by the SQL handed to `prepare` when the receiver's type
-//! has D1's `prepare` ([`d1_prepare`](crate::receiver::ViaD1Receiver::d1_prepare)). But Rust's
-//! method lookup tries a method that takes the receiver by value before one that borrows it:
+//! `#[d1_retry]` judges a statement by the SQL handed to `prepare` when the receiver is D1's
+//! database or session, or a reference to one (`d1_prepare.rs`), where D1's `prepare(&self)`
+//! is found before any trait's that borrows. But Rust's method lookup tries a method that
+//! takes the receiver by value before one that borrows it:
 //! a trait of the user's with `fn prepare(self, ..)` for `D1Database`, in scope where
 //! `env.d1("DB")?.prepare("SELECT ..")` is written, runs instead of D1's `prepare(&self)`,
 //! and may return any statement. Judged a read by its `SELECT`, a write it returned was run
@@ -19,18 +20,16 @@
 //! `&D1Database`, is found a step later, after D1's, and changes nothing, as in the user's
 //! call.
 //!
-//! Only the database types themselves are looked up on, and a `Box` of one. Through a
-//! reference, an `Rc`, an
-//! `Arc` or a `Deref` of the user's, a method that takes the database by value cannot be
-//! called (it would move it out), so the user's call could not pick one; but the lookup
-//! here would, and fail to compile where the user's code is fine. Any other receiver is
-//! looked up on [`NotADatabase`] instead, where only a `prepare` of the user's for every
-//! type (a blanket `impl<T>`) is found beside this trait's: that one would run for any
-//! receiver, and is refused alike. A `Box` of a database is looked up on as it is: this
-//! trait is not implemented for it, so the lookup goes through it to the database, out of
-//! which a `Box` lets a method take it by value, as the user's call would. (A by-value
-//! `prepare` that `worker::query!` calls is not caught: the attribute does not rewrite
-//! that call.)
+//! Only the database types themselves are looked up on. Through a reference, a method that
+//! takes the database by value cannot be called (it would move it out), so the user's call
+//! could not pick one; but the lookup here would, and fail to compile where the user's code
+//! is fine. Through a `Box`, which a method can move out of, and any other pointer or
+//! guard, the statement is not judged by its argument at all (`d1_prepare.rs` says why),
+//! so there is nothing to check. Any other receiver is looked up on
+//! [`NotADatabase`] instead, where only a `prepare` of the user's for every type (a blanket
+//! `impl<T>`) is found beside this trait's: that one would run for any receiver, and is
+//! refused alike. (A by-value `prepare` that `worker::query!` calls is not caught: the
+//! attribute does not rewrite that call.)
 
 use core::marker::PhantomData;
 
@@ -101,30 +100,11 @@ macro_rules! databases {
                     unreachable!("d1-retry: only named in code that never runs")
                 }
             }
-
-            // A `Box` is looked up on as it is: the lookup goes through it to the database,
-            // out of which it can move, as the user's call can.
-            $(#[$cfg])*
-            impl ViaD1Database for &ByValue<Box<$database>> {
-                type Database = Box<$database>;
-                fn database(&self) -> Box<$database> {
-                    unreachable!("d1-retry: only named in code that never runs")
-                }
-            }
         )*
     };
 }
 
-databases!(
-    #[cfg(feature = "worker")]
-    worker::D1Database,
-    #[cfg(feature = "worker")]
-    worker::D1DatabaseSession,
-    #[cfg(feature = "testing")]
-    crate::testing::D1Database,
-    #[cfg(feature = "testing")]
-    crate::testing::D1DatabaseSession,
-);
+crate::d1_prepare::d1_databases!(databases);
 
 #[cfg(test)]
 mod tests {

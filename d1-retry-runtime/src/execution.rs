@@ -265,7 +265,7 @@ impl Retrying {
         }
     }
 
-    /// [`begin`](Self::begin), for `own` on `receiver` ([`Retrying::own`]): what the
+    /// [`begin`](Self::begin), for `own` on `receiver` ([`Retrying::access`]): what the
     /// expansion calls, one call per site.
     #[inline(always)]
     pub fn begin_on<'c, S: Sleeper, R: D1Receiver + ?Sized, C: D1Call>(
@@ -275,7 +275,7 @@ impl Retrying {
         receiver: &R,
         own: C,
     ) -> Execution<'c, S> {
-        self.begin(call, access.and(self.own(receiver, own)))
+        self.begin(call, self.access(access, receiver, own))
     }
 }
 

@@ -39,17 +39,19 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 /// ```
 ///
 /// What the mark promises: those methods take `&self` and arguments that can be cloned,
-/// and return a future of `Result<T, E>`; an `IntoFuture` receiver is `Clone`; and its
-/// `prepare(sql)`, if it has one, prepares `sql` as it is, since the attribute judges the
-/// statement by that text. A call on a type without the mark is made once, as written, and
-/// never retried, and a `prepare` on one is out of sight (a `prepare` of your own may build
-/// any statement from its argument). A generic receiver counts only when its bounds include
-/// `D1Receiver`.
+/// and return a future of `Result<T, E>`; an `IntoFuture` receiver is `Clone`. A call on a
+/// type without the mark is made once, as written, and never retried. A generic receiver
+/// counts only when its bounds include `D1Receiver`.
+///
+/// The mark says nothing of `prepare`: the SQL handed to a `prepare` is trusted only on
+/// D1's database and session and a reference to one, and on a database type of yours
+/// marked [`D1Prepare`](crate::D1Prepare). A statement prepared anywhere else (through an
+/// `Rc` or a guard, in a generic function, by a helper) is judged by the SQL it holds when
+/// its execution begins: D1's statements tell it, and a statement of any other type
+/// counts as a write.
 ///
 /// On the `worker` and testing types, only the calls each type has count: `batch`, `exec`
-/// and `dump` on a database, `batch` on a session, the others and `.await` on a statement;
-/// and only a database's and a session's `prepare` is judged by its text (a `prepare` of
-/// yours on D1's statement makes a statement out of sight).
+/// and `dump` on a database, `batch` on a session, the others and `.await` on a statement.
 /// A method of your own of one of those names on a type without it (an extension trait's
 /// `first` on `D1Database`) may make several D1 calls, so it is made once, and its failure
 /// is not retried. On a type you mark, every call of those names counts.
@@ -58,43 +60,50 @@ pub trait D1Receiver {
     /// another of those names on it is a method of the user's, made once as written.
     #[doc(hidden)]
     const D1_CALLS: D1Calls = D1Calls::EVERY;
+
+    /// Whether the SQL this statement holds is read-only, read where its execution
+    /// begins, for a statement whose SQL `#[d1_retry]` could not see where it was made
+    /// (`statement_sql.rs`); `None`, a write, when it cannot be read, as on any type but
+    /// D1's statements.
+    #[doc(hidden)]
+    fn d1_held_sql_read_only(&self) -> Option<bool> {
+        None
+    }
 }
 
-/// Forwards the mark through types that have no execution methods of their own, so that
-/// a call on them is the inner type's (by auto-deref) and has its calls.
+/// Forwards the mark through references, pointers and guards, which have no execution
+/// methods of their own, so that a call on them is the inner type's (by auto-deref) and has
+/// its calls, and the statement they hold is read through them.
 macro_rules! forward {
     ($($ty:ty),+ $(,)?) => {$(
         impl<T: D1Receiver + ?Sized> D1Receiver for $ty {
             const D1_CALLS: D1Calls = T::D1_CALLS;
+            fn d1_held_sql_read_only(&self) -> Option<bool> {
+                T::d1_held_sql_read_only(self)
+            }
         }
     )+};
 }
 
-/// Calls `$then!` with the pointers and guards a D1 value is reached through, which have
-/// no execution methods of their own: the one list of them, for the mark and for
-/// [`StatementSql`](crate::statement_sql::StatementSql), so that the two cannot drift.
-macro_rules! through_pointers {
-    ($then:ident) => {
-        $then!(
-            Box<T>,
-            Rc<T>,
-            Arc<T>,
-            ManuallyDrop<T>,
-            Ref<'_, T>,
-            RefMut<'_, T>,
-            MutexGuard<'_, T>,
-            RwLockReadGuard<'_, T>,
-            RwLockWriteGuard<'_, T>,
-        );
-    };
-}
-pub(crate) use through_pointers;
-
-forward!(&T, &mut T);
-through_pointers!(forward);
+forward!(
+    &T,
+    &mut T,
+    Box<T>,
+    Rc<T>,
+    Arc<T>,
+    ManuallyDrop<T>,
+    Ref<'_, T>,
+    RefMut<'_, T>,
+    MutexGuard<'_, T>,
+    RwLockReadGuard<'_, T>,
+    RwLockWriteGuard<'_, T>,
+);
 #[cfg(feature = "worker")]
 impl<T: D1Receiver> D1Receiver for worker::send::SendWrapper<T> {
     const D1_CALLS: D1Calls = T::D1_CALLS;
+    fn d1_held_sql_read_only(&self) -> Option<bool> {
+        T::d1_held_sql_read_only(self)
+    }
 }
 
 // Each D1 type's own calls, as `worker` 0.8.7 defines them (the testing kit's types mirror
@@ -110,6 +119,9 @@ impl D1Receiver for worker::D1DatabaseSession {
 #[cfg(feature = "worker")]
 impl D1Receiver for worker::D1PreparedStatement {
     const D1_CALLS: D1Calls = D1Calls::STATEMENT;
+    fn d1_held_sql_read_only(&self) -> Option<bool> {
+        crate::statement_sql::worker_statement_read_only(self)
+    }
 }
 
 #[cfg(feature = "testing")]
@@ -119,6 +131,9 @@ impl D1Receiver for crate::testing::D1Database {
 #[cfg(feature = "testing")]
 impl D1Receiver for crate::testing::D1PreparedStatement {
     const D1_CALLS: D1Calls = D1Calls::STATEMENT;
+    fn d1_held_sql_read_only(&self) -> Option<bool> {
+        Some(is_read_only_prepared(self.sql()))
+    }
 }
 
 /// Which of the calls `#[d1_retry]` retries a [`D1Receiver`] type has as its own, one bit
@@ -151,19 +166,13 @@ impl D1Calls {
     pub const DUMP: D1Calls = D1Calls(1 << 7);
     /// `.await` on the value itself (`IntoFuture`).
     pub const AWAIT: D1Calls = D1Calls(1 << 8);
-    /// `prepare(sql)`, which prepares `sql` as it is: not a call that is retried, but one
-    /// whose argument the attribute judges the statement by.
-    pub const PREPARE: D1Calls = D1Calls(1 << 9);
     /// Every call: a type of the user's own marked [`D1Receiver`], whose calls the mark
     /// vouches for.
     pub const EVERY: D1Calls = D1Calls(u16::MAX);
-    /// A database's: `prepare`, `batch`, `exec`, `dump`.
-    pub const DATABASE: D1Calls = D1Calls::PREPARE
-        .with(D1Calls::BATCH)
-        .with(D1Calls::EXEC)
-        .with(D1Calls::DUMP);
-    /// A session's: `prepare`, `batch`.
-    pub const SESSION: D1Calls = D1Calls::PREPARE.with(D1Calls::BATCH);
+    /// A database's: `batch`, `exec`, `dump`.
+    pub const DATABASE: D1Calls = D1Calls::BATCH.with(D1Calls::EXEC).with(D1Calls::DUMP);
+    /// A session's: `batch`.
+    pub const SESSION: D1Calls = D1Calls::BATCH;
     /// A prepared statement's: `first`, `all`, `run`, `raw`, `raw_js_value`, `.await`.
     pub const STATEMENT: D1Calls = D1Calls::FIRST
         .with(D1Calls::ALL)
@@ -185,7 +194,7 @@ impl D1Calls {
     }
 }
 
-/// A call `#[d1_retry]` retries, as a type: the expansion hands [`Retrying::own`] one of
+/// A call `#[d1_retry]` retries, as a type: the expansion hands [`Retrying::access`] one of
 /// [`calls`]' unit structs rather than a [`D1Calls`] value, so that whether the receiver's
 /// type has the call is a constant of the two types, with no code for rustc to compile at
 /// each site.
@@ -194,7 +203,7 @@ pub trait D1Call {
     const CALL: D1Calls;
 }
 
-/// The calls `#[d1_retry]` retries, one unit struct each, for [`Retrying::own`].
+/// The calls `#[d1_retry]` retries, one unit struct each, for [`Retrying::access`].
 pub mod calls {
     use super::{D1Call, D1Calls};
 
@@ -262,13 +271,6 @@ pub fn probed<R: ?Sized>(_probe: impl FnOnce() -> Receiver<R>) -> Receiver<R> {
 pub trait ViaD1Receiver {
     /// The site that retries.
     fn d1_site(&self) -> Retrying;
-
-    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: nothing when
-    /// the type has D1's `prepare` ([`D1Calls::PREPARE`]), which prepares the text it is
-    /// given; else the statement is out of sight ([`Access::Unseen`]), since the `prepare`
-    /// is one of the user's (an extension trait's on D1's statement), which may build any
-    /// statement from its argument.
-    fn d1_prepare(&self) -> Access;
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
@@ -276,41 +278,18 @@ impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
     fn d1_site(&self) -> Retrying {
         Retrying
     }
-
-    #[inline(always)]
-    fn d1_prepare(&self) -> Access {
-        // A constant of `R`: the function is a copy of the verdict in every codegen unit
-        // that uses it, with no call or branch for rustc to compile there.
-        const {
-            if R::D1_CALLS.has(D1Calls::PREPARE) {
-                Access::ReadOnly
-            } else {
-                Access::Unseen
-            }
-        }
-    }
 }
 
 /// Picked for every other receiver.
 pub trait ViaOtherReceiver {
     /// The site that makes the call as written.
     fn d1_site(&self) -> Plain;
-
-    /// What a `prepare(sql)` on this receiver adds to the access of `sql`: the statement
-    /// is out of sight ([`Access::Unseen`]), since a `prepare` of another type may build
-    /// any statement from it.
-    fn d1_prepare(&self) -> Access;
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
     #[inline(always)]
     fn d1_site(&self) -> Plain {
         Plain
-    }
-
-    #[inline(always)]
-    fn d1_prepare(&self) -> Access {
-        Access::Unseen
     }
 }
 
@@ -429,30 +408,43 @@ impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
 pub struct Unretried<R>(R);
 
 impl Retrying {
-    /// What making `call` on `receiver` adds to the access of its statements: nothing when
-    /// it is one of the type's own ([`D1Receiver::D1_CALLS`]), else [`Access::NotD1Call`],
-    /// never retried. Asked of the site the probe picked, not by a second probe: `R` is the
-    /// type the probe found marked. `begin_on` and `begin_timed_on` join it to the access
-    /// they are given, in the one call an awaited site makes; a stored execution's access
-    /// joins it before its closure is made.
+    /// The access of making `call` on `receiver`, whose statements' access is `seen`:
+    ///
+    /// - [`Access::NotD1Call`], never retried, when `call` is not one of the type's own
+    ///   ([`D1Receiver::D1_CALLS`]);
+    /// - else, where `seen` is [`Access::Unseen`], the access of the SQL the receiver holds
+    ///   when it is a D1 statement (`statement_sql.rs`), read now, once per execution;
+    /// - else `seen`.
+    ///
+    /// Asked of the site the probe picked, not by a second probe: `R` is the type the
+    /// probe found marked. `begin_on` and `begin_timed_on` ask it in the one call an
+    /// awaited site makes; a stored execution asks it before its closure is made.
     #[inline(always)]
-    pub fn own<R: D1Receiver + ?Sized, C: D1Call>(self, _receiver: &R, _call: C) -> Access {
-        // A constant of `R` and `C` (see `d1_prepare`).
-        const {
+    pub fn access<R: D1Receiver + ?Sized, C: D1Call>(
+        self,
+        seen: Access,
+        receiver: &R,
+        _call: C,
+    ) -> Access {
+        // A constant of `R` and `C`: the function is a copy of the verdict in every
+        // codegen unit that uses it, with no call or branch for rustc to compile there.
+        let own = const {
             if R::D1_CALLS.has(C::CALL) {
                 Access::ReadOnly
             } else {
                 Access::NotD1Call
             }
-        }
+        };
+        crate::statement_sql::held(seen.and(own), receiver)
     }
 }
 
 impl Plain {
-    /// Nothing: a call on this receiver is made once, as written, whatever its access.
+    /// Nothing read: a call on this receiver is made once, as written, whatever its
+    /// access.
     #[inline(always)]
-    pub fn own<R: ?Sized, C>(self, _receiver: &R, _call: C) -> Access {
-        Access::ReadOnly
+    pub fn access<R: ?Sized, C>(self, seen: Access, _receiver: &R, _call: C) -> Access {
+        seen
     }
 
     /// Makes `attempt(args)` once: the call as written.
@@ -505,15 +497,21 @@ impl core::fmt::Display for Never {
 impl std::error::Error for Never {}
 
 /// The access of dynamic SQL, scanned where it is handed to `prepare` or `exec` and read
-/// at the execution: a workers-rs statement cannot tell its SQL afterwards.
+/// at the execution (a workers-rs statement cannot tell its SQL afterwards cheaply), and
+/// the verdicts of `prepare` receivers probed as they are evaluated.
 ///
 /// Starts read-only; scanning SQL that may write, or SQL that is not text, makes it a
-/// write for good. An atomic, so a `Send` future stays `Send`.
+/// write for good; a `prepare` whose statement the attribute cannot vouch for makes it
+/// out of sight ([`Access::Unseen`]) for good, which the runtime resolves by reading the
+/// SQL the statement holds ([`Retrying::access`]). An atomic, so a `Send` future stays
+/// `Send`.
 #[derive(Debug, Default)]
 pub struct SqlSlot(AtomicU8);
 
+// In the order of `Access::and`: a state only ever rises.
 const READ: u8 = 0;
 const WRITE: u8 = 1;
+const UNSEEN: u8 = 2;
 
 impl SqlSlot {
     /// A slot that has seen no SQL yet.
@@ -524,13 +522,32 @@ impl SqlSlot {
     /// Records `sql`'s verdict.
     pub fn record(&self, read_only: bool) {
         if !read_only {
-            self.0.store(WRITE, Ordering::Relaxed);
+            self.0.fetch_max(WRITE, Ordering::Relaxed);
         }
     }
 
-    /// The access of every SQL text recorded so far.
+    /// Records the access a `prepare` receiver's probe found: read-only adds nothing,
+    /// `Unseen` leaves the statement to be judged by the SQL it holds, anything else is a
+    /// write.
+    pub fn join(&self, access: Access) {
+        match access {
+            Access::ReadOnly => {}
+            Access::Unseen => {
+                self.0.fetch_max(UNSEEN, Ordering::Relaxed);
+            }
+            _ => {
+                self.0.fetch_max(WRITE, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The access of every verdict recorded so far.
     pub fn access(&self) -> Access {
-        Access::judged(self.0.load(Ordering::Relaxed) == READ)
+        match self.0.load(Ordering::Relaxed) {
+            READ => Access::ReadOnly,
+            WRITE => Access::Write,
+            _ => Access::Unseen,
+        }
     }
 }
 
@@ -649,43 +666,9 @@ impl SqlSlot {
 mod tests {
     use super::*;
 
-    /// What a `prepare` on `$receiver` adds to its statement's access. A macro, not a
-    /// function: the dispatch must see each concrete type, as the expansion's does.
-    macro_rules! prepare_access {
-        ($receiver:expr) => {
-            (&&Receiver::of(&$receiver)).d1_prepare()
-        };
-    }
-
     struct Marked;
     impl D1Receiver for Marked {}
 
-    /// The wrappers a Worker reaches its database through, which have no `prepare` or
-    /// execution of their own, carry the mark of what they wrap: a `prepare` on them is
-    /// judged, as on the database itself.
-    #[test]
-    fn wrappers_of_a_marked_type_are_marked() {
-        use std::cell::RefCell;
-        use std::sync::{Mutex, RwLock};
-        let cell = RefCell::new(Marked);
-        let lock = Mutex::new(Marked);
-        let rw = RwLock::new(Marked);
-        assert_eq!(prepare_access!(cell.borrow()), Access::ReadOnly);
-        assert_eq!(prepare_access!(cell.borrow_mut()), Access::ReadOnly);
-        assert_eq!(prepare_access!(lock.lock().unwrap()), Access::ReadOnly);
-        assert_eq!(prepare_access!(rw.read().unwrap()), Access::ReadOnly);
-        assert_eq!(prepare_access!(rw.write().unwrap()), Access::ReadOnly);
-        assert_eq!(prepare_access!(ManuallyDrop::new(Marked)), Access::ReadOnly);
-        assert_eq!(
-            prepare_access!(RefCell::new(Unmarked).borrow()),
-            Access::Unseen
-        );
-        #[cfg(feature = "worker")]
-        assert_eq!(
-            prepare_access!(worker::send::SendWrapper(Marked)),
-            Access::ReadOnly
-        );
-    }
     struct Unmarked;
 
     #[test]
@@ -712,7 +695,7 @@ mod tests {
         macro_rules! call_access {
             ($receiver:expr, $call:expr) => {{
                 let site = (&&Receiver::of(&$receiver)).d1_site();
-                site.own(&$receiver, $call)
+                site.access(Access::ReadOnly, &$receiver, $call)
             }};
         }
         struct Statement;
@@ -725,14 +708,6 @@ mod tests {
         }
         let own = |access| access == Access::ReadOnly;
 
-        // `prepare` is judged only on a type that has D1's: a statement's is the user's.
-        assert_eq!(prepare_access!(Database), Access::ReadOnly);
-        assert_eq!(prepare_access!(Rc::new(&Database)), Access::ReadOnly);
-        assert_eq!(prepare_access!(Marked), Access::ReadOnly);
-        assert_eq!(prepare_access!(Statement), Access::Unseen);
-        assert_eq!(prepare_access!(Box::new(&Statement)), Access::Unseen);
-        assert!(D1Calls::SESSION.has(D1Calls::PREPARE));
-        assert!(!D1Calls::STATEMENT.has(D1Calls::PREPARE));
         // A macro, not a loop: each call is a type of its own.
         macro_rules! statement_calls {
             ($($call:ident),+) => {$(
@@ -797,6 +772,61 @@ mod tests {
         let opaque = SqlSlot::new();
         opaque.scan((&&SqlProbe(&42_u32)).d1_text());
         assert_eq!(opaque.access(), Access::Write);
+    }
+
+    /// Where the access handed to the site is out of sight, the statement's own SQL decides,
+    /// read where the execution begins; a call the type does not have is never retried.
+    #[test]
+    fn an_unseen_statement_is_read_where_its_execution_begins() {
+        struct Held(&'static str);
+        impl D1Receiver for Held {
+            const D1_CALLS: D1Calls = D1Calls::STATEMENT;
+            fn d1_held_sql_read_only(&self) -> Option<bool> {
+                Some(is_read_only_prepared(self.0))
+            }
+        }
+        let read = Held("SELECT 1");
+        let write = Held("DELETE FROM t");
+        let unseen = Access::Unseen;
+        assert_eq!(Retrying.access(unseen, &read, calls::Run), Access::ReadOnly);
+        assert_eq!(Retrying.access(unseen, &write, calls::First), Access::Write);
+        assert_eq!(
+            Retrying.access(unseen, &&read, calls::All),
+            Access::ReadOnly
+        );
+        assert_eq!(
+            Retrying.access(Access::ReadOnly, &write, calls::Run),
+            Access::ReadOnly,
+            "SQL in sight stands"
+        );
+        assert_eq!(
+            Retrying.access(unseen, &read, calls::Batch),
+            Access::NotD1Call
+        );
+        assert_eq!(Retrying.access(unseen, &Marked, calls::Run), unseen);
+        assert_eq!(Plain.access(unseen, &read, calls::Run), unseen);
+    }
+
+    /// A probed `prepare` receiver's verdict: read-only adds nothing, out of sight stays out
+    /// of sight (for the runtime to read the statement) whatever comes before or after, and
+    /// anything else is a write.
+    #[test]
+    fn the_slot_keeps_a_receiver_out_of_sight() {
+        let slot = SqlSlot::new();
+        slot.join(Access::ReadOnly);
+        assert_eq!(slot.access(), Access::ReadOnly);
+        slot.join(Access::Unseen);
+        assert_eq!(slot.access(), Access::Unseen);
+        slot.record(false);
+        slot.join(Access::Write);
+        slot.join(Access::ReadOnly);
+        assert_eq!(slot.access(), Access::Unseen, "never lowered");
+
+        let written = SqlSlot::new();
+        written.join(Access::NotD1Call);
+        assert_eq!(written.access(), Access::Write);
+        written.join(Access::Unseen);
+        assert_eq!(written.access(), Access::Unseen);
     }
 
     /// SQL handed to `prepare` is judged whole: a comment over two lines is a read there,

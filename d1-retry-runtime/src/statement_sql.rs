@@ -1,6 +1,8 @@
-//! The SQL a D1 statement holds, read when it runs, for a statement whose SQL `#[d1_retry]`
-//! could not see where it is made: one kept in a field, passed in, returned by a helper,
-//! or chosen by an arm out of sight.
+//! The SQL a D1 statement holds, read when its execution begins, for a statement whose SQL
+//! `#[d1_retry]` could not see where it was made: one kept in a field, passed in, returned
+//! by a helper, chosen by an arm out of sight, or prepared by a `prepare` the attribute
+//! cannot vouch for (one of the user's, any `prepare` reached through a pointer or in a
+//! generic function: `d1_prepare.rs`).
 //!
 //! Such a statement used to count as a write for good, so a read lost its retry after a
 //! failure that may have run it. But a D1 statement carries its text: workerd's
@@ -10,59 +12,34 @@
 //! whoever built the statement, so it is judged as SQL handed to `prepare` is
 //! ([`is_read_only_prepared`]).
 //!
-//! The expansion asks only where the SQL was out of sight (`Access::Unseen`): SQL seen at
-//! compile time costs nothing when it runs. A statement of any other type (a wrapper of
-//! the user's, a generic receiver) cannot be read and stays a write, as does a statement
-//! whose property is missing or not text (another `workerd`).
+//! The runtime reads it only where the access the expansion hands it is `Access::Unseen`
+//! ([`Retrying::access`](crate::receiver::Retrying::access)): SQL seen at compile time
+//! costs nothing when it runs, and where it was, the `Unseen` branch folds away. The text
+//! comes through [`D1Receiver`]'s hidden method, which D1's statement types implement and
+//! every pointer and guard forwards; a statement of any other type (a wrapper of the
+//! user's) cannot be read and stays a write, as does a statement whose property is missing
+//! or not text (another `workerd`).
 
-use core::mem::ManuallyDrop;
-use std::cell::{Ref, RefMut};
-use std::rc::Rc;
-use std::sync::{Arc, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
-
+use crate::D1Receiver;
 use crate::decide::Access;
-#[cfg(any(feature = "worker", feature = "testing", test))]
+#[cfg(feature = "worker")]
 use crate::is_read_only_prepared;
 
-/// A D1 statement whose SQL can be read where it runs.
-pub trait StatementSql {
-    /// Whether the statement's SQL is read-only, as a prepared statement's; `None` when
-    /// the text cannot be read.
-    fn sql_read_only(&self) -> Option<bool>;
-}
-
-impl<T: StatementSql + ?Sized> StatementSql for &T {
-    fn sql_read_only(&self) -> Option<bool> {
-        T::sql_read_only(self)
+/// `access`, or, when it is [`Access::Unseen`], the access of the SQL `statement` holds, if
+/// it can be read.
+#[inline]
+pub(crate) fn held<R: D1Receiver + ?Sized>(access: Access, statement: &R) -> Access {
+    match access {
+        Access::Unseen => read(statement),
+        access => access,
     }
 }
 
-impl<T: StatementSql + ?Sized> StatementSql for &mut T {
-    fn sql_read_only(&self) -> Option<bool> {
-        T::sql_read_only(self)
-    }
-}
-
-/// The wrappers [`D1Receiver`](crate::D1Receiver) sees through, which run the statement
-/// they hold.
-macro_rules! through {
-    ($($wrapper:ty),* $(,)?) => {
-        $(
-            impl<T: StatementSql + ?Sized> StatementSql for $wrapper {
-                fn sql_read_only(&self) -> Option<bool> {
-                    T::sql_read_only(self)
-                }
-            }
-        )*
-    };
-}
-
-crate::receiver::through_pointers!(through);
-
-#[cfg(feature = "worker")]
-impl<T: StatementSql> StatementSql for worker::send::SendWrapper<T> {
-    fn sql_read_only(&self) -> Option<bool> {
-        T::sql_read_only(self)
+/// Out of line: compiled once per statement type, not at every site.
+fn read<R: D1Receiver + ?Sized>(statement: &R) -> Access {
+    match statement.d1_held_sql_read_only() {
+        Some(read_only) => Access::judged(read_only),
+        None => Access::Unseen,
     }
 }
 
@@ -70,86 +47,44 @@ impl<T: StatementSql> StatementSql for worker::send::SendWrapper<T> {
 /// `d1-api`), the text its executions send. Reading it copies the text out of JavaScript,
 /// which is why this runs only for statements out of sight, once per execution.
 #[cfg(feature = "worker")]
-impl StatementSql for worker::D1PreparedStatement {
-    fn sql_read_only(&self) -> Option<bool> {
-        use worker::wasm_bindgen::JsValue;
-        let text = worker::js_sys::Reflect::get(self.inner(), &JsValue::from_str("statement"))
-            .ok()?
-            .as_string()?;
-        Some(is_read_only_prepared(&text))
-    }
-}
-
-#[cfg(feature = "testing")]
-impl StatementSql for crate::testing::D1PreparedStatement {
-    fn sql_read_only(&self) -> Option<bool> {
-        Some(is_read_only_prepared(self.sql()))
-    }
-}
-
-/// The receiver of an execution whose SQL was out of sight, probed for a statement whose
-/// SQL can be read.
-pub struct StatementProbe<'r, R: ?Sized>(pub &'r R);
-
-/// Picked for a statement whose SQL can be read (`StatementSql`).
-pub trait ViaStatementSql {
-    /// `seen`, or, when it is [`Access::Unseen`], the access of the SQL the statement
-    /// holds, if it can be read.
-    fn d1_access(&self, seen: Access) -> Access;
-}
-
-impl<R: StatementSql + ?Sized> ViaStatementSql for &StatementProbe<'_, R> {
-    #[inline]
-    fn d1_access(&self, seen: Access) -> Access {
-        match seen {
-            Access::Unseen => read(self.0),
-            seen => seen,
-        }
-    }
-}
-
-/// Out of line: compiled once per statement type, not at every site.
-fn read<R: StatementSql + ?Sized>(statement: &R) -> Access {
-    match statement.sql_read_only() {
-        Some(read_only) => Access::judged(read_only),
-        None => Access::Unseen,
-    }
-}
-
-/// Picked for every other receiver: what was seen stands.
-pub trait ViaOtherStatement {
-    /// `seen`, unchanged.
-    fn d1_access(&self, seen: Access) -> Access;
-}
-
-impl<R: ?Sized> ViaOtherStatement for StatementProbe<'_, R> {
-    #[inline(always)]
-    fn d1_access(&self, seen: Access) -> Access {
-        seen
-    }
+pub(crate) fn worker_statement_read_only(statement: &worker::D1PreparedStatement) -> Option<bool> {
+    use worker::wasm_bindgen::JsValue;
+    let text = worker::js_sys::Reflect::get(statement.inner(), &JsValue::from_str("statement"))
+        .ok()?
+        .as_string()?;
+    Some(is_read_only_prepared(&text))
 }
 
 #[cfg(test)]
-// The borrows are the autoref dispatch under test.
-#[allow(clippy::needless_borrow)]
 mod tests {
     use super::*;
+    use core::mem::ManuallyDrop;
+    use std::rc::Rc;
+    use std::sync::Arc;
+
+    use crate::is_read_only_prepared;
 
     struct Held(&'static str);
 
-    impl StatementSql for Held {
-        fn sql_read_only(&self) -> Option<bool> {
+    impl D1Receiver for Held {
+        fn d1_held_sql_read_only(&self) -> Option<bool> {
             Some(is_read_only_prepared(self.0))
         }
     }
 
+    /// A statement that holds no text it can tell.
     struct Hidden;
 
-    impl StatementSql for Hidden {
-        fn sql_read_only(&self) -> Option<bool> {
+    impl D1Receiver for Hidden {
+        fn d1_held_sql_read_only(&self) -> Option<bool> {
             None
         }
     }
+
+    /// A type of the user's, marked with the defaults.
+    struct Marked;
+
+    impl D1Receiver for Marked {}
 
     /// What the statement holds decides only where the SQL was out of sight; a type that
     /// cannot be read, or holds no readable text, stays out of sight.
@@ -158,40 +93,24 @@ mod tests {
         let read = Held("SELECT id FROM users");
         let write = Held("INSERT INTO users (id) VALUES (1)");
         let cases = [
-            (
-                (&&StatementProbe(&read)).d1_access(Access::Unseen),
-                Access::ReadOnly,
-            ),
-            (
-                (&&StatementProbe(&write)).d1_access(Access::Unseen),
-                Access::Write,
-            ),
-            (
-                (&&StatementProbe(&read)).d1_access(Access::Write),
-                Access::Write,
-            ),
-            (
-                (&&StatementProbe(&write)).d1_access(Access::ReadOnly),
-                Access::ReadOnly,
-            ),
-            (
-                (&&StatementProbe(&Hidden)).d1_access(Access::Unseen),
-                Access::Unseen,
-            ),
-            (
-                (&&StatementProbe(&"SELECT 1")).d1_access(Access::Unseen),
-                Access::Unseen,
-            ),
+            (held(Access::Unseen, &read), Access::ReadOnly),
+            (held(Access::Unseen, &write), Access::Write),
+            (held(Access::Write, &read), Access::Write),
+            (held(Access::ReadOnly, &write), Access::ReadOnly),
+            (held(Access::NotD1Call, &read), Access::NotD1Call),
+            (held(Access::Unseen, &Hidden), Access::Unseen),
+            (held(Access::Unseen, &Marked), Access::Unseen),
         ];
         for (i, (got, expected)) in cases.into_iter().enumerate() {
             assert_eq!(got, expected, "case {i}");
         }
     }
 
-    /// Through the wrappers a receiver is reached by, the statement inside is read.
+    /// Through the pointers and guards a receiver is reached by, the statement inside is
+    /// read.
     #[test]
     #[allow(clippy::vec_init_then_push)]
-    fn wrappers_are_seen_through() {
+    fn pointers_and_guards_are_seen_through() {
         let read = || Held("SELECT 1");
         let unseen = Access::Unseen;
         let cell = core::cell::RefCell::new(read());
@@ -200,18 +119,29 @@ mod tests {
         // One statement each: in one `vec![..]` every guard would live to its end, and a
         // `RefCell` borrowed both ways, or a lock held twice, would not pass its own checks.
         let mut got = Vec::new();
-        got.push((&&StatementProbe(&&read())).d1_access(unseen));
-        got.push((&&StatementProbe(&&mut read())).d1_access(unseen));
-        got.push((&&StatementProbe(&Box::new(read()))).d1_access(unseen));
-        got.push((&&StatementProbe(&Rc::new(read()))).d1_access(unseen));
-        got.push((&&StatementProbe(&Arc::new(read()))).d1_access(unseen));
-        got.push((&&StatementProbe(&ManuallyDrop::new(read()))).d1_access(unseen));
-        got.push((&&StatementProbe(&cell.borrow())).d1_access(unseen));
-        got.push((&&StatementProbe(&cell.borrow_mut())).d1_access(unseen));
-        got.push((&&StatementProbe(&lock.lock().unwrap())).d1_access(unseen));
-        got.push((&&StatementProbe(&rw.read().unwrap())).d1_access(unseen));
-        got.push((&&StatementProbe(&rw.write().unwrap())).d1_access(unseen));
-        assert_eq!(got, [Access::ReadOnly; 11]);
+        got.push(held(unseen, &&read()));
+        got.push(held(unseen, &&&read()));
+        got.push(held(unseen, &&mut read()));
+        got.push(held(unseen, &Box::new(read())));
+        got.push(held(unseen, &Rc::new(read())));
+        got.push(held(unseen, &Arc::new(read())));
+        got.push(held(unseen, &ManuallyDrop::new(read())));
+        got.push(held(unseen, &cell.borrow()));
+        got.push(held(unseen, &cell.borrow_mut()));
+        got.push(held(unseen, &lock.lock().unwrap()));
+        got.push(held(unseen, &rw.read().unwrap()));
+        got.push(held(unseen, &rw.write().unwrap()));
+        assert_eq!(got, [Access::ReadOnly; 12]);
+        assert_eq!(held(unseen, &Rc::new(Hidden)), Access::Unseen);
+        #[cfg(feature = "worker")]
+        {
+            let sent = worker::send::SendWrapper(Held("INSERT INTO t VALUES (1)"));
+            assert_eq!(held(unseen, &sent), Access::Write);
+            assert_eq!(
+                held(unseen, &worker::send::SendWrapper(read())),
+                Access::ReadOnly
+            );
+        }
     }
 
     #[cfg(feature = "testing")]
@@ -219,14 +149,10 @@ mod tests {
     fn the_testing_kit_s_statement_is_read_as_prepared() {
         let db = crate::testing::D1Database::open_in_memory().unwrap();
         let multi_line = db.prepare("SELECT id,\n  replace FROM users");
-        assert_eq!(
-            (&&StatementProbe(&multi_line)).d1_access(Access::Unseen),
-            Access::ReadOnly
-        );
+        assert_eq!(held(Access::Unseen, &multi_line), Access::ReadOnly);
         let write = db.prepare("DELETE FROM users");
-        assert_eq!(
-            (&&StatementProbe(&write)).d1_access(Access::Unseen),
-            Access::Write
-        );
+        assert_eq!(held(Access::Unseen, &write), Access::Write);
+        // The database holds no statement.
+        assert_eq!(held(Access::Unseen, &db), Access::Unseen);
     }
 }

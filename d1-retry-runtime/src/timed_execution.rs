@@ -301,7 +301,7 @@ impl Retrying {
         }
     }
 
-    /// [`begin_timed`](Self::begin_timed), for `own` on `receiver` ([`Retrying::own`]):
+    /// [`begin_timed`](Self::begin_timed), for `own` on `receiver` ([`Retrying::access`]):
     /// what the expansion calls, one call per site.
     #[inline(always)]
     pub fn begin_timed_on<'c, S: Sleeper, R: D1Receiver + ?Sized, C: D1Call>(
@@ -311,7 +311,7 @@ impl Retrying {
         receiver: &R,
         own: C,
     ) -> TimedExecution<'c, S> {
-        self.begin_timed(timed, access.and(self.own(receiver, own)))
+        self.begin_timed(timed, self.access(access, receiver, own))
     }
 }
 

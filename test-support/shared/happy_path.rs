@@ -84,6 +84,7 @@ impl InstantStatement<'_> {
 // judges that SQL (a read) rather than counting the statement out of sight.
 impl d1_retry::D1Receiver for InstantStatement<'_> {}
 impl d1_retry::D1Receiver for Instant {}
+impl d1_retry::D1Prepare for Instant {}
 
 /// The same stand-in without the [`d1_retry::D1Receiver`] mark: `#[d1_retry]` makes its
 /// calls once, as written. Not timed: `tests/happy_path_alloc.rs` compares its future with the

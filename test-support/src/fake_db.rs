@@ -111,9 +111,11 @@ impl FakeDb {
 }
 
 /// `#[d1_retry]` retries the executions of a `FakeDb` and its statements, as it does
-/// `worker::D1Database`'s.
+/// `worker::D1Database`'s, and judges a statement by the SQL handed to its `prepare`.
 impl d1_retry_runtime::D1Receiver for FakeDb {}
 impl d1_retry_runtime::D1Receiver for Statement<'_> {}
+impl d1_retry_runtime::D1Prepare for FakeDb {}
+impl d1_retry_runtime::D1Prepare for &FakeDb {}
 
 /// A prepared statement of a [`FakeDb`].
 #[derive(Clone)]

@@ -27,13 +27,6 @@ async fn archive_a_variable(db: &D1Database) -> Result<(), Error> {
     Ok(())
 }
 
-/// A database in a `Box`, out of which the method can take it.
-#[d1_retry]
-async fn archive_a_boxed_database(db: Box<D1Database>) -> Result<(), Error> {
-    db.prepare("SELECT 1").run().await?;
-    Ok(())
-}
-
 struct Repo {
     db: D1Database,
 }
@@ -51,7 +44,6 @@ fn main() {
     let _ = (
         archive_a_value,
         archive_a_variable,
-        archive_a_boxed_database,
         Repo::archive_an_owned_field,
     );
 }

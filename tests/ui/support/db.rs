@@ -30,6 +30,8 @@ impl fmt::Display for DbError {
 impl std::error::Error for DbError {}
 
 impl d1_retry::D1Receiver for Db {}
+impl d1_retry::D1Prepare for Db {}
+impl d1_retry::D1Prepare for &Db {}
 
 /// The stand-in under the name the attribute follows function paths by
 /// (`D1Database::prepare(&db, sql)`, `D1Database::exec(&db, sql)`).
