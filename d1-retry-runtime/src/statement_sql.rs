@@ -27,6 +27,11 @@ use crate::is_read_only_prepared;
 
 /// `access`, or, when it is [`Access::Unseen`], the access of the SQL `statement` holds, if
 /// it can be read.
+///
+/// Every retried site asks this (`Retrying::access`). In an optimised build it inlines and
+/// folds away where the access is a constant; it is not `#[inline(always)]`, which would
+/// also copy the branch into every site of a debug build, for rustc to compile there
+/// (BENCHMARKS.md, section 4, twenty-second round).
 #[inline]
 pub(crate) fn held<R: D1Receiver + ?Sized>(access: Access, statement: &R) -> Access {
     match access {
