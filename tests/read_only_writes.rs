@@ -3,11 +3,15 @@
 //! again, as an attempt that ran dynamic SQL that writes is not.
 //!
 //! The writes here are ones the body does not show: a nested `#[d1_retry]` function's,
-//! which the runtime records as it completes or fails. Each function runs on the testing
-//! kit's SQLite, with its write failing after it ran, or a later read failing before it
-//! ran, on both loops (without and with time limits); the rows show the write ran once.
+//! which the runtime records as it completes or fails, and a statement the body runs but
+//! did not make in sight (passed in, kept in a field, returned by a helper, picked from a
+//! `Vec`), which the runtime judges by the SQL it holds as its execution begins. Each
+//! function runs on the testing kit's SQLite, with its write failing after it ran, or a
+//! later read failing before it ran, on both loops (without and with time limits); the rows
+//! show the write ran once, and that a statement out of sight that reads keeps the body
+//! retried.
 
-use d1_retry::testing::{D1Database, Error, Message, Timing};
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Message, Timing};
 use d1_retry::{RetryPolicy, d1_retry};
 use test_support::{calls_with, count, fail_once, orders_and_audit};
 
@@ -116,4 +120,248 @@ async fn nested_reads_and_vouched_writes_still_run_again() {
     let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
     assert_eq!(touch_then_count_idempotent(&db).await.unwrap(), 2);
     assert_eq!(calls_with(&db, INSERT), 2);
+}
+
+/// The shapes in which a `read_only` body runs a statement it did not make in sight.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// A parameter: `stmt.run().await`.
+    Passed,
+    /// A field of the repository: `self.statement.run().await`.
+    Field,
+    /// A helper's statement, a value: `made(db)?.run().await`.
+    Helper,
+    /// Picked from a list, a place behind an index: `statements[0].run().await`.
+    Indexed,
+    /// Its future made first and awaited later: `let pending = stmt.run(); pending.await`.
+    Stored,
+    /// In an `async` block awaited in the body.
+    InBlock,
+    /// Each statement of a list, in a loop.
+    Looped,
+    /// Beside a read, in `tokio::join!`.
+    Joined,
+    /// An element of an array of futures.
+    Element,
+}
+
+const SHAPES: [Shape; 9] = [
+    Shape::Passed,
+    Shape::Field,
+    Shape::Helper,
+    Shape::Indexed,
+    Shape::Stored,
+    Shape::InBlock,
+    Shape::Looped,
+    Shape::Joined,
+    Shape::Element,
+];
+
+/// A repository that keeps a prepared statement, as a Worker that prepares once may.
+struct Kept {
+    db: D1Database,
+    statement: D1PreparedStatement,
+}
+
+/// A helper that makes a statement out of the function's sight.
+fn made(db: &D1Database, sql: &str) -> Result<D1PreparedStatement, Error> {
+    db.prepare(sql).bind(&[])
+}
+
+impl Kept {
+    /// Declared `read_only`; runs `self.statement` (a write or a read, as the test made
+    /// it), in `shape`, before a read made in sight.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn run_then_count(&self, shape: Shape, sql: &str) -> Result<i64, Error> {
+        let stmt = &self.statement;
+        match shape {
+            Shape::Passed => {
+                stmt.run().await?;
+            }
+            Shape::Field => {
+                self.statement.run().await?;
+            }
+            Shape::Helper => {
+                made(&self.db, sql)?.run().await?;
+            }
+            Shape::Indexed => {
+                let statements = [self.statement.clone()];
+                statements[0].run().await?;
+            }
+            Shape::Stored => {
+                let pending = stmt.run();
+                pending.await?;
+            }
+            Shape::InBlock => {
+                async { stmt.run().await }.await?;
+            }
+            Shape::Looped => {
+                for statement in [&self.statement] {
+                    statement.run().await?;
+                }
+            }
+            Shape::Joined => {
+                let read = self.db.prepare("SELECT 2");
+                let (ran, _) = tokio::join!(stmt.run(), read.run());
+                ran?;
+            }
+            Shape::Element => {
+                let [pending] = [stmt.run()];
+                pending.await?;
+            }
+        }
+        let row = self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders")
+            .first::<Count>(None)
+            .await?;
+        Ok(row.map_or(0, |row| row.n))
+    }
+
+    /// The same under time limits.
+    #[d1_retry(read_only, policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
+    async fn run_then_count_bounded(&self, shape: Shape, sql: &str) -> Result<i64, Error> {
+        match shape {
+            Shape::Passed
+            | Shape::Stored
+            | Shape::InBlock
+            | Shape::Looped
+            | Shape::Joined
+            | Shape::Element => {
+                let stmt = &self.statement;
+                stmt.run().await?;
+            }
+            Shape::Field | Shape::Indexed => {
+                self.statement.run().await?;
+            }
+            Shape::Helper => {
+                made(&self.db, sql)?.run().await?;
+            }
+        }
+        let row = self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders")
+            .first::<Count>(None)
+            .await?;
+        Ok(row.map_or(0, |row| row.n))
+    }
+}
+
+fn kept(db: &D1Database, sql: &str) -> Kept {
+    Kept {
+        db: db.clone(),
+        statement: db.prepare(sql),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_made_out_of_sight_stops_a_read_only_body_from_running_again() {
+    const WRITE: &str = "INSERT INTO orders (item) VALUES ('kept')";
+    for bounded in [false, true] {
+        for shape in SHAPES {
+            let run = |kept: Kept| async move {
+                if bounded {
+                    kept.run_then_count_bounded(shape, WRITE).await
+                } else {
+                    kept.run_then_count(shape, WRITE).await
+                }
+            };
+            // The write completed, then the read failed after it ran: the body would run
+            // the write again.
+            let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+            assert!(
+                run(kept(&db, WRITE)).await.is_err(),
+                "{shape:?}, bounded: {bounded}"
+            );
+            assert_eq!(calls_with(&db, INSERT), 1, "{shape:?}, bounded: {bounded}");
+            assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+        }
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_read_made_out_of_sight_keeps_a_read_only_body_retried() {
+    const OTHER_READ: &str = "SELECT 1 AS n";
+    for bounded in [false, true] {
+        for shape in SHAPES {
+            let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+            let kept = kept(&db, OTHER_READ);
+            let counted = if bounded {
+                kept.run_then_count_bounded(shape, OTHER_READ).await
+            } else {
+                kept.run_then_count(shape, OTHER_READ).await
+            };
+            assert_eq!(counted.unwrap(), 0, "{shape:?}, bounded: {bounded}");
+            assert_eq!(calls_with(&db, READ), 2, "{shape:?}, bounded: {bounded}");
+            assert_eq!(
+                calls_with(&db, OTHER_READ),
+                2,
+                "{shape:?}, bounded: {bounded}"
+            );
+        }
+    }
+}
+
+/// A generic repository's way to run its statements.
+trait Runs {
+    async fn run(&self) -> Result<(), Error>;
+}
+
+impl Runs for D1PreparedStatement {
+    async fn run(&self) -> Result<(), Error> {
+        D1PreparedStatement::run(self).await.map(drop)
+    }
+}
+
+/// A generic repository's `read_only` method: its statement's type is a parameter, so
+/// only the bound tells that it is D1's; the SQL it holds is read all the same.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn generic_run_then_count<S: d1_retry::D1Receiver + Runs>(
+    db: &D1Database,
+    stmt: &S,
+) -> Result<i64, Error> {
+    stmt.run().await?;
+    let row = db
+        .prepare("SELECT count(*) AS n FROM orders")
+        .first::<Count>(None)
+        .await?;
+    Ok(row.map_or(0, |row| row.n))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_generic_statement_is_read_as_what_it_holds() {
+    let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+    let write = db.prepare("INSERT INTO orders (item) VALUES ('generic')");
+    assert!(generic_run_then_count(&db, &write).await.is_err());
+    assert_eq!(calls_with(&db, INSERT), 1);
+
+    let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+    let read = db.prepare("SELECT 3");
+    assert_eq!(generic_run_then_count(&db, &read).await.unwrap(), 0);
+    assert_eq!(calls_with(&db, READ), 2);
+    assert_eq!(calls_with(&db, "SELECT 3"), 2);
+}
+
+/// Hands back a future that must own all it holds, as a spawned task must.
+fn owning<F: Future + 'static>(future: F) -> F {
+    future
+}
+
+/// A `read_only` body that runs a statement in an `async move` block which must be
+/// `'static` (a task it would spawn): the block cannot borrow the attempt, so the statement
+/// is not observed there (the README's "a task spawned from the attempt escapes that
+/// scope"), and the function compiles as written.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn count_in_an_owning_block(held: &D1PreparedStatement) -> Result<i64, Error> {
+    let stmt = held.clone();
+    let row = owning(async move { stmt.first::<Count>(None).await }).await?;
+    Ok(row.map_or(0, |row| row.n))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_block_that_must_own_what_it_holds_still_compiles_and_runs() {
+    let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
+    let held = db.prepare("SELECT count(*) AS n FROM orders");
+    assert_eq!(count_in_an_owning_block(&held).await.unwrap(), 0);
+    assert_eq!(calls_with(&db, READ), 2);
 }

@@ -147,6 +147,7 @@ mod tests {
             executions: Vec::new(),
             sql: Vec::new(),
             probes_errors: false,
+            observes_held: false,
         };
         let per_call = paragraph(&found, Mode::PerCall, "4 retries");
         assert!(

@@ -12,7 +12,7 @@
 //! receiver chain and arguments are evaluated once, as written; only the call is made
 //! again, with clones of the arguments.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use proc_macro2::{Span, TokenStream, TokenTree};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -25,6 +25,9 @@ use syn::{Block, Expr, ExprMethodCall, Ident, Local, Macro, Pat, Stmt, Token};
 
 use crate::by_value::{self, PrepareCall};
 use crate::sql::{Handed, Sql, judge};
+
+/// The executions of a statement (not of a database), which hold their SQL.
+const STATEMENT_EXECUTIONS: [&str; 5] = ["first", "all", "run", "raw", "raw_js_value"];
 
 /// Method names that run SQL on a D1 statement, session or database.
 const EXECUTIONS: [&str; 8] = [
@@ -177,6 +180,10 @@ pub(crate) struct Found {
     /// `Probe` traits, which the function must then import (an import that is not needed
     /// is one more candidate for every method call of the body to be checked against).
     pub(crate) probes_errors: bool,
+    /// A `read_only` body runs a statement made out of sight, which the attempt is told of
+    /// through the receiver probe's traits ([`Finder::observed`]), which the function must
+    /// then import.
+    pub(crate) observes_held: bool,
 }
 
 /// Finds the executions of `block` and, in per-call mode, rewrites them.
@@ -191,18 +198,23 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
         names,
         bindings,
         statements: HashMap::new(),
+        sighted: HashSet::new(),
         executions: Vec::new(),
         all_sql: Vec::new(),
         in_move_closure: false,
         in_return_position: false,
         next_slot: 0,
         probes_errors: false,
+        observes_held: false,
+        in_foreign_macro: false,
+        in_move_capture: false,
     };
     finder.visit_body(block);
     Found {
         executions: finder.executions,
         sql: finder.all_sql,
         probes_errors: finder.probes_errors,
+        observes_held: finder.observes_held,
     }
 }
 
@@ -422,6 +434,9 @@ struct Finder<'a> {
     bindings: Bindings,
     /// `let stmt = db.prepare(..)` bindings seen so far.
     statements: HashMap<String, Known>,
+    /// In a `read_only` body, the names bound once to a statement made in sight
+    /// ([`Finder::made_in_sight`]).
+    sighted: HashSet<String>,
     executions: Vec<Execution>,
     all_sql: Vec<Sql>,
     in_move_closure: bool,
@@ -430,6 +445,15 @@ struct Finder<'a> {
     next_slot: usize,
     /// See [`Found::probes_errors`].
     probes_errors: bool,
+    /// See [`Found::observes_held`].
+    observes_held: bool,
+    /// Inside the arguments of a macro not known to take expressions (not one of the
+    /// [`EXPRESSION_MACROS`]): its tokens may be matched as they are written, so nothing is
+    /// rewritten there but the SQL `read_only` must judge.
+    in_foreign_macro: bool,
+    /// Inside an `async move` block or a `move` closure, which may have to be `'static` (a
+    /// spawned task): a `read_only` body's observation would borrow its attempt there.
+    in_move_capture: bool,
 }
 
 /// The statements an execution runs, and the dynamic SQL to scan on the way.
@@ -893,12 +917,15 @@ impl Finder<'_> {
             {
                 self.sql_argument(arg, Handed::Exec, None, &mut statements);
             }
+            // Under `read_only`, a statement the body did not make in sight is judged by
+            // the SQL it holds, as its execution begins.
+            let observed = self.observes(call).then(|| self.observed(call, awaited));
             self.executions.push(Execution {
                 method,
                 sql: statements.sql,
                 rewritten: false,
             });
-            return None;
+            return observed;
         }
         let place = is_place(&call.receiver);
         // A future returned from the function, or made in a `move` closure, may outlive the
@@ -1085,6 +1112,115 @@ impl Finder<'_> {
         };
         let body = self.with_slot(body, &slot, statements.scans);
         Some(with_checks(body, &statements.checks, whole))
+    }
+
+    /// Whether a `read_only` body made the statement `expr` in sight: a `prepare(..)`,
+    /// `D1Database::prepare(db, ..)` (whose SQL `whole_body_sql` judges), through
+    /// `.bind(..)`, `?`, a borrow, or a name bound once to one of them
+    /// ([`sighted_binding`](Self::sighted_binding)). Anything else (a parameter, a field, a
+    /// helper's statement, one chosen by `if`) is read where it runs
+    /// ([`observed`](Self::observed)), which judges it exactly, at the price of reading its
+    /// text.
+    fn made_in_sight(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Paren(inner) => self.made_in_sight(&inner.expr),
+            Expr::Group(inner) => self.made_in_sight(&inner.expr),
+            Expr::Try(inner) => self.made_in_sight(&inner.expr),
+            Expr::Reference(inner) => self.made_in_sight(&inner.expr),
+            Expr::MethodCall(call) if keeps_the_sql(call) => self.made_in_sight(&call.receiver),
+            Expr::MethodCall(call) => call.method == "prepare" && call.args.len() == 1,
+            Expr::Call(call) => is_d1_path(&call.func, "prepare") && call.args.len() == 2,
+            // Only names bound once are ever sighted (`sighted_binding`).
+            Expr::Path(path) if path.qself.is_none() => path
+                .path
+                .get_ident()
+                .is_some_and(|ident| self.sighted.contains(&name(ident))),
+            _ => false,
+        }
+    }
+
+    /// Whether `call` is a `read_only` body's execution of a statement made out of sight,
+    /// which can be rewritten to be observed ([`observed`](Self::observed)).
+    fn observes(&self, call: &ExprMethodCall) -> bool {
+        self.mode == (Mode::WholeBody { read_only: true })
+            && !self.in_foreign_macro
+            && !self.in_move_capture
+            && STATEMENT_EXECUTIONS.contains(&call.method.to_string().as_str())
+            && !self.made_in_sight(&call.receiver)
+    }
+
+    /// In a `read_only` body, `let stmt = <a statement made in sight>;`: executions of
+    /// `stmt` need no reading. As in per-call mode, only a name bound once and not `mut`.
+    fn sighted_binding(&mut self, local: &Local) {
+        let ident = match &local.pat {
+            Pat::Ident(pat) => pat,
+            Pat::Type(typed) => match &*typed.pat {
+                Pat::Ident(pat) => pat,
+                _ => return,
+            },
+            _ => return,
+        };
+        if ident.subpat.is_some() || ident.mutability.is_some() || ident.by_ref.is_some() {
+            return;
+        }
+        if let Some(init) = &local.init
+            && init.diverge.is_none()
+            && self.bindings.unique(&ident.ident)
+            && self.made_in_sight(&init.expr)
+        {
+            self.sighted.insert(name(&ident.ident));
+        }
+    }
+
+    /// A `read_only` body's execution of a statement made out of sight, with the
+    /// attempt told what its SQL is first (`Retrying::observe`, nothing on a receiver that
+    /// is not D1's). The receiver is evaluated once, as written: a variable or a field is
+    /// read in place twice (the observation borrows it, then the call as written); a place
+    /// reached through an index, a deref or a call is borrowed once for both; a value is
+    /// moved through the observation to the call. Where the receiver allows, the
+    /// observation and the call are one tuple, not a block or a `match` arm, so that the
+    /// call's temporaries live as long as they did; a place borrowed by a `match` is awaited
+    /// in its arm, with the temporaries.
+    fn observed(&mut self, call: &ExprMethodCall, awaited: bool) -> TokenStream {
+        self.observes_held = true;
+        let private = &self.names.private;
+        let attempt = &self.names.attempt;
+        let span = call.method.span();
+        let whole = call.span();
+        let own = own_call(private, &call.method.to_string(), span);
+        let observe = |receiver: &TokenStream| {
+            quote_spanned! {span=>
+                (&&#private::Receiver::of(&#receiver)).d1_site().observe(#attempt, &#receiver, #own)
+            }
+        };
+        let awaiting = awaited.then(|| quote_spanned!(whole=> .await));
+        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let with_receiver = |receiver: TokenStream| {
+            let mut call = call.clone();
+            call.receiver = Box::new(Expr::Verbatim(receiver));
+            call
+        };
+        let receiver = strip_parens(&call.receiver);
+        if is_place(receiver) {
+            let observe = observe(&receiver.to_token_stream());
+            quote_spanned!(whole=> (#observe, #call).1 #awaiting)
+        } else if is_place_expression(receiver) {
+            let observe = observe(&quote!(*#recv));
+            let call = with_receiver(quote!(#recv));
+            quote_spanned! {whole=>
+                match &#receiver {
+                    #recv => (#observe, #call).1 #awaiting
+                }
+            }
+        } else {
+            let observe = observe(&recv.to_token_stream());
+            let call = with_receiver(quote_spanned! {whole=>
+                (match #receiver {
+                    #recv => (#observe, #recv).1
+                })
+            });
+            quote_spanned!(whole=> #call #awaiting)
+        }
     }
 
     /// In whole-body mode, SQL handed to `prepare` anywhere in the body (a `let`, a
@@ -1325,7 +1461,12 @@ impl Finder<'_> {
                 }
                 let (before, after) = match self.mode {
                     Mode::PerCall => self.statement_binding(local).unwrap_or_default(),
-                    Mode::WholeBody { .. } => Default::default(),
+                    Mode::WholeBody { read_only } => {
+                        if read_only {
+                            self.sighted_binding(local);
+                        }
+                        Default::default()
+                    }
                 };
                 stmts.extend(before);
                 stmts.push(stmt);
@@ -1392,9 +1533,12 @@ impl VisitMut for Finder<'_> {
                 // returned, or pushed into a `Vec` the caller lent).
                 let outer = core::mem::replace(&mut self.in_move_closure, false);
                 let returned = core::mem::replace(&mut self.in_return_position, false);
+                let captures = self.in_move_capture;
+                self.in_move_capture |= block.capture.is_some();
                 visit_mut::visit_expr_async_mut(self, block);
                 self.in_move_closure = outer;
                 self.in_return_position = returned;
+                self.in_move_capture = captures;
                 if self.executions[before..].iter().any(|e| e.rewritten) {
                     let call = &self.names.call;
                     let init = &self.names.call_init;
@@ -1412,8 +1556,11 @@ impl VisitMut for Finder<'_> {
                     outer || closure.capture.is_some()
                 };
                 let before = self.executions.len();
+                let captures = self.in_move_capture;
+                self.in_move_capture |= closure.capture.is_some();
                 visit_mut::visit_expr_closure_mut(self, closure);
                 self.in_move_closure = outer;
+                self.in_move_capture = captures;
                 if closure.capture.is_some()
                     && closure.asyncness.is_some()
                     && self.executions[before..].iter().any(|e| e.rewritten)
@@ -1436,7 +1583,11 @@ impl VisitMut for Finder<'_> {
             Mode::PerCall => MacroArguments::of_expression_macro(mac),
             Mode::WholeBody { .. } => MacroArguments::parse(mac.tokens.clone()),
         };
-        let is_vec = macro_name(mac).is_some_and(|name| name == "vec");
+        let name = macro_name(mac);
+        let is_vec = name.as_deref() == Some("vec");
+        let foreign = !name.is_some_and(|name| EXPRESSION_MACROS.contains(&name.as_str()));
+        let outer = self.in_foreign_macro;
+        self.in_foreign_macro |= foreign;
         match arguments {
             Some(MacroArguments::List(mut args)) => {
                 for arg in &mut args {
@@ -1454,6 +1605,7 @@ impl VisitMut for Finder<'_> {
             }
             None => {}
         }
+        self.in_foreign_macro = outer;
     }
 
     // Nested items (fns, impls, consts) are not run by this body.
@@ -1464,18 +1616,23 @@ impl Finder<'_> {
     /// Visits an element of an array or `vec!`, whose non-awaited executions stay as
     /// written so that all elements keep one type.
     fn visit_element(&mut self, element: &mut Expr) {
-        if let Expr::MethodCall(call) = strip_parens_mut(element)
-            && is_execution(call)
-        {
-            visit_mut::visit_expr_method_call_mut(self, call);
-            self.executions.push(Execution {
-                method: call.method.to_string(),
-                sql: vec![Sql::Unseen],
-                rewritten: false,
-            });
-            return;
+        let Expr::MethodCall(call) = strip_parens_mut(element) else {
+            return self.visit_expr_mut(element);
+        };
+        if !is_execution(call) {
+            return self.visit_expr_mut(element);
         }
-        self.visit_expr_mut(element);
+        visit_mut::visit_expr_method_call_mut(self, call);
+        self.executions.push(Execution {
+            method: call.method.to_string(),
+            sql: vec![Sql::Unseen],
+            rewritten: false,
+        });
+        // The observed call has the call's own type (see `observed`).
+        if self.observes(call) {
+            let call = call.clone();
+            *element = Expr::Verbatim(self.observed(&call, false));
+        }
     }
 }
 
@@ -2771,6 +2928,100 @@ mod tests {
         assert_eq!(found, ["run as written "]);
         assert!(body.contains("attempt . observe"), "{body}");
         assert!(!body.contains("d1_site"), "{body}");
+    }
+
+    #[test]
+    fn a_read_only_body_reads_the_sql_of_statements_made_out_of_sight() {
+        let read_only = Mode::WholeBody { read_only: true };
+        let observed = |body: &str| {
+            let (_, body) = found_in(body, read_only, &[]);
+            body.matches("d1_site () . observe (").count()
+        };
+        // Made in sight: a `prepare` chain, a name bound once to one, `D1Database::prepare`.
+        assert_eq!(
+            observed(r#"{ db.prepare("SELECT 1").bind(&[])?.first(None).await }"#),
+            0
+        );
+        assert_eq!(
+            observed(r#"{ let s = db.prepare(SQL); s.run().await; (&s).all().await }"#),
+            0
+        );
+        assert_eq!(
+            observed(r#"{ D1Database::prepare(&db, "SELECT 1").raw().await }"#),
+            0
+        );
+        assert_eq!(
+            observed(r#"{ let s: Statement = db.prepare("SELECT 1"); s.run().await }"#),
+            0
+        );
+        // Out of sight: a parameter, a field, a helper's, an index, a `mut` binding, a name
+        // bound twice, a statement chosen by `if`, each execution of it.
+        assert_eq!(observed("{ stmt.run().await }"), 1);
+        assert_eq!(observed("{ self.stmt.first(None).await }"), 1);
+        assert_eq!(observed("{ helper(db)?.all().await }"), 1);
+        assert_eq!(observed("{ stmts[0].raw().await }"), 1);
+        assert_eq!(
+            observed(r#"{ let mut s = db.prepare("SELECT 1"); s.run().await }"#),
+            1
+        );
+        assert_eq!(
+            observed(r#"{ let s = db.prepare("SELECT 1"); let s = other(s); s.run().await }"#),
+            1
+        );
+        assert_eq!(
+            observed(r#"{ let s = if a { db.prepare("SELECT 1") } else { x }; s.run().await }"#),
+            1
+        );
+        assert_eq!(
+            observed("{ stmt.run().await; let f = stmt.first(None); f.await }"),
+            2
+        );
+        assert_eq!(observed("{ make(db, SQL).run().await }"), 1);
+        assert_eq!(observed("{ self.made(SQL).run().await }"), 1);
+        assert_eq!(observed("{ db.prepare(SQL, extra).run().await }"), 1);
+        assert_eq!(
+            observed(r#"{ let s = db.prepare("SELECT 1"); <T>::s.run().await }"#),
+            1
+        );
+        assert_eq!(observed("{ join!(a.run(), b.first(None)) }"), 2);
+        assert_eq!(observed("{ join_all(vec![a.run(), b.run()]).await }"), 2);
+        assert_eq!(observed("{ [a.run()] }"), 1);
+        // A macro not known to take expressions keeps its tokens as written.
+        assert_eq!(observed("{ my_macro!(stmt.run().await) }"), 0);
+        // A `move` block or closure may have to be `'static`: it cannot borrow the attempt.
+        assert_eq!(observed("{ async { stmt.run().await }.await }"), 1);
+        assert_eq!(observed("{ spawn(async move { stmt.run().await }) }"), 0);
+        assert_eq!(observed("{ spawn(move || stmt.run()) }"), 0);
+        // Not a statement's execution, or not `read_only`.
+        assert_eq!(
+            observed("{ db.batch(statements).await; db.exec(sql).await }"),
+            0
+        );
+        let (_, body) = found_in(
+            "{ stmt.run().await }",
+            Mode::WholeBody { read_only: false },
+            &[],
+        );
+        assert!(!body.contains("observe"), "{body}");
+    }
+
+    /// A statement a `macro_rules!` macro hands over as `$stmt:expr` comes in an invisible
+    /// group: it is seen through.
+    #[test]
+    fn a_read_only_body_sees_through_invisible_groups() {
+        let observed = |receiver: TokenStream| {
+            let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, receiver);
+            let mut block: Block = syn::parse2(quote!({ #group.run().await })).unwrap();
+            let mode = Mode::WholeBody { read_only: true };
+            rewrite(&mut block, mode, &names(), &[]);
+            block
+                .to_token_stream()
+                .to_string()
+                .matches("d1_site () . observe (")
+                .count()
+        };
+        assert_eq!(observed(quote!(db.prepare("SELECT 1"))), 0);
+        assert_eq!(observed(quote!(stmt)), 1);
     }
 
     #[test]

@@ -109,6 +109,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 error_type: &error_type(&private, &function),
                 operation: &operation,
                 read_only,
+                observes_held: found.observes_held,
                 attempt_body: &attempt_body,
                 output: &output,
                 error_span: function.error_span,
@@ -167,6 +168,8 @@ struct WholeBody<'a> {
     error_type: &'a TokenStream,
     operation: &'a TokenStream,
     read_only: bool,
+    /// See [`executions::Found::observes_held`].
+    observes_held: bool,
     attempt_body: &'a TokenStream,
     output: &'a Type,
     error_span: Span,
@@ -219,6 +222,12 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
             |#error| (&&&&#private::Probe::of(#error)).d1_retry_classifier()(#error)
         }
     };
+    let receiver_traits = parts.observes_held.then(|| {
+        quote! {
+            #[allow(unused_imports)]
+            use #private::{ViaD1Receiver as _, ViaOtherReceiver as _};
+        }
+    });
     let each_attempt = if parts.timed {
         timed_attempt(parts, &plan, &classify)
     } else {
@@ -234,6 +243,7 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
         );
         #record
         let #plan = #plan_init;
+        #receiver_traits
         #[allow(unused_imports)]
         use #private::{ViaAsRefError as _, ViaAsRefLocalError as _, ViaDisplay as _, ViaError as _};
         loop {

@@ -322,6 +322,19 @@ impl<'a> Attempt<'a> {
         self.record(sql, sql.is_some_and(is_read_only_prepared));
     }
 
+    /// Judges a statement a `read_only` body runs but did not make in sight (passed in,
+    /// kept in a field, returned by a helper) by the SQL it holds when its execution
+    /// begins (`read_only`, from [`D1Receiver`](crate::D1Receiver)'s hidden question):
+    /// SQL that may write, or that cannot be read, counts as a write, and the attempt is
+    /// not run again.
+    pub fn observe_held(&self, read_only: Option<bool>) {
+        match read_only {
+            Some(true) => {}
+            Some(false) => self.record(Some("<SQL held by a statement made out of sight>"), false),
+            None => self.record(Some("<a statement whose SQL cannot be read>"), false),
+        }
+    }
+
     fn record(&self, sql: Option<&str>, read_only: bool) {
         if !read_only {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
@@ -329,8 +342,8 @@ impl<'a> Attempt<'a> {
         }
     }
 
-    /// How many dynamic statements that may write the attempts ran, and nested D1 calls
-    /// that may have written ([`Plan::after_poll`]).
+    /// How many dynamic statements and statements made out of sight that may write the
+    /// attempts ran, and nested D1 calls that may have written ([`Plan::after_poll`]).
     pub fn dynamic_writes(&self) -> u32 {
         self.dynamic_writes.load(Ordering::Relaxed)
     }

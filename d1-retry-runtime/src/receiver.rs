@@ -18,6 +18,7 @@ use std::sync::{Arc, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::call::{Call, TimedCall, execute, execute_timed};
 use crate::decide::Access;
+use crate::driver::Attempt;
 use crate::failure::Failure;
 use crate::timeout::TimedOut;
 use crate::{Sleeper, is_read_only, is_read_only_prepared};
@@ -439,7 +440,29 @@ impl Retrying {
     }
 }
 
+impl Retrying {
+    /// In a `#[d1_retry(read_only)]` attempt, before an execution whose statement the body
+    /// did not make in sight: `attempt` learns whether the SQL `receiver` holds may write
+    /// ([`Attempt::observe_held`]), so that an attempt that ran such a statement is not run
+    /// again. Only where `call` is one of the type's own ([`D1Receiver::D1_CALLS`]).
+    #[inline(always)]
+    pub fn observe<R: D1Receiver + ?Sized, C: D1Call>(
+        self,
+        attempt: &Attempt<'_>,
+        receiver: &R,
+        _call: C,
+    ) {
+        if const { R::D1_CALLS.has(C::CALL) } {
+            attempt.observe_held(receiver.d1_held_sql_read_only());
+        }
+    }
+}
+
 impl Plain {
+    /// A call on a receiver that is not D1's: nothing for a `read_only` attempt to learn.
+    #[inline(always)]
+    pub fn observe<R: ?Sized, C>(self, _attempt: &Attempt<'_>, _receiver: &R, _call: C) {}
+
     /// Nothing read: a call on this receiver is made once, as written, whatever its
     /// access.
     #[inline(always)]
@@ -805,6 +828,34 @@ mod tests {
         );
         assert_eq!(Retrying.access(unseen, &Marked, calls::Run), unseen);
         assert_eq!(Plain.access(unseen, &read, calls::Run), unseen);
+    }
+
+    /// In a `read_only` attempt, a statement made out of sight counts as a write unless the
+    /// SQL it holds is read and reads; a call the type does not have, and a receiver that is
+    /// not D1's, tell the attempt nothing.
+    #[test]
+    fn a_read_only_attempt_learns_the_sql_a_statement_holds() {
+        struct Held(Option<&'static str>);
+        impl D1Receiver for Held {
+            const D1_CALLS: D1Calls = D1Calls::STATEMENT;
+            fn d1_held_sql_read_only(&self) -> Option<bool> {
+                self.0.map(is_read_only_prepared)
+            }
+        }
+        let writes = |observe: &dyn Fn(&Attempt<'_>)| {
+            let attempt = Attempt::new(crate::operation::OperationName::Named("t"));
+            observe(&attempt);
+            attempt.dynamic_writes()
+        };
+        let read = Held(Some("SELECT 1"));
+        let write = Held(Some("DELETE FROM t"));
+        let unreadable = Held(None);
+        assert_eq!(writes(&|a| Retrying.observe(a, &read, calls::Run)), 0);
+        assert_eq!(writes(&|a| Retrying.observe(a, &&read, calls::First)), 0);
+        assert_eq!(writes(&|a| Retrying.observe(a, &write, calls::Run)), 1);
+        assert_eq!(writes(&|a| Retrying.observe(a, &unreadable, calls::All)), 1);
+        assert_eq!(writes(&|a| Retrying.observe(a, &write, calls::Batch)), 0);
+        assert_eq!(writes(&|a| Plain.observe(a, &write, calls::Run)), 0);
     }
 
     /// A probed `prepare` receiver's verdict: read-only adds nothing, out of sight stays out
