@@ -149,8 +149,8 @@ impl Repo {
     }
 
     /// A read, or a statement out of sight (the project's `todo!`, an insert): the latter
-    /// makes it a write when its arm runs, recorded there; an arm that leaves by `Err(..)?`
-    /// makes none.
+    /// is judged by the SQL it holds when its arm ran, recorded there; an arm that leaves
+    /// by `Err(..)?` makes none.
     #[d1_retry(policy = NO_BUDGET)]
     async fn read_or_out_of_sight(&self, filter: Filter) -> Result<(), Error> {
         let stmt = match filter {
@@ -162,8 +162,8 @@ impl Repo {
         Ok(())
     }
 
-    /// An `if` whose first arm has a statement before its value: out of sight, a write
-    /// when it runs; the other arm is a read.
+    /// An `if` whose first arm has a statement before its value: out of sight, so judged
+    /// by the SQL it holds when it runs (a read); the other arm is a read.
     #[d1_retry(policy = NO_BUDGET)]
     async fn with_a_block_arm(&self, item: Option<&str>) -> Result<Option<Count>, Error> {
         let stmt = if let Some(item) = item {
@@ -173,6 +173,28 @@ impl Repo {
             self.db.prepare(COUNT_ALL)
         };
         stmt.first(None).await
+    }
+
+    /// Arms out of sight in a `match`, beside a read in sight: a block with a statement
+    /// before its value (an insert of `text`), and a helper's statement (of `text`).
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn out_of_sight_arms(&self, filter: Filter, text: &str) -> Result<(), Error> {
+        let stmt = match filter {
+            Filter::Item => {
+                let params = [text.into()];
+                self.db
+                    .prepare("INSERT INTO orders (item) VALUES (?1)")
+                    .bind(&params)?
+            }
+            Filter::All => self.made(text),
+            Filter::Nothing => self.db.prepare(COUNT_ALL),
+        };
+        stmt.run().await?;
+        Ok(())
+    }
+
+    fn made(&self, sql: &str) -> d1_retry::testing::D1PreparedStatement {
+        self.db.prepare(sql)
     }
 
     /// The same beside a literal write, which is judged without a probe: the block arm
@@ -304,10 +326,11 @@ async fn a_chosen_statement_reaches_every_async_block() {
     }
 }
 
-/// An arm out of sight makes the statement a write only when it runs: the insert of the
-/// project's `todo!` lands once, and the read of the other arm is still made again.
+/// An arm out of sight makes the statement out of sight only when it runs, and the
+/// statement is then judged by the SQL it holds: the insert of the project's `todo!` lands
+/// once, the read of a block arm is made again, and so is the read of the other arm.
 #[tokio::test(start_paused = true)]
-async fn an_arm_out_of_sight_is_a_write_when_it_runs() {
+async fn an_arm_out_of_sight_is_judged_by_the_sql_it_holds_when_it_runs() {
     let repo = seeded(false);
     lose_once_after_running(&repo.db, INSERT);
     assert!(repo.read_or_out_of_sight(Filter::Item).await.is_err());
@@ -323,15 +346,24 @@ async fn an_arm_out_of_sight_is_a_write_when_it_runs() {
     assert!(repo.read_or_out_of_sight(Filter::Nothing).await.is_err());
     assert!(repo.db.calls().is_empty());
 
-    // An arm with a statement before its value, the first of an `if`.
+    // An arm with a statement before its value, the first of an `if`: a read, read off
+    // the statement when it runs, beside a read and beside a literal write.
     let repo = seeded(false);
     lose_once_after_running(&repo.db, COUNT_ITEM);
-    assert!(repo.with_a_block_arm(Some("tea")).await.is_err());
-    assert_eq!(repo.db.calls().len(), 1, "out of sight: made once");
+    repo.with_a_block_arm(Some("tea")).await.unwrap();
+    assert_eq!(
+        repo.db.calls().len(),
+        2,
+        "out of sight, holds a read: made again"
+    );
     let repo = seeded(false);
     lose_once_after_running(&repo.db, COUNT_ITEM);
-    assert!(repo.block_arm_or_write(Some("tea")).await.is_err());
-    assert_eq!(repo.db.calls().len(), 1, "out of sight: made once");
+    repo.block_arm_or_write(Some("tea")).await.unwrap();
+    assert_eq!(
+        repo.db.calls().len(),
+        2,
+        "out of sight, holds a read: made again"
+    );
     lose_once_after_running(&repo.db, INSERT);
     assert!(repo.block_arm_or_write(None).await.is_err());
     assert_eq!(rows(&repo, "orders"), 2, "the insert landed once");
@@ -343,6 +375,38 @@ async fn an_arm_out_of_sight_is_a_write_when_it_runs() {
         Some(Count { n: 1 })
     );
     assert_eq!(repo.db.calls().len(), 2, "the read was made again");
+}
+
+/// Arms out of sight that hold a write make it once, whichever shape hid them; one that
+/// holds a read is made again.
+#[tokio::test(start_paused = true)]
+async fn an_arm_out_of_sight_that_holds_a_write_makes_it_once() {
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, "INSERT INTO orders (item) VALUES (?1)");
+    assert!(repo.out_of_sight_arms(Filter::Item, "block").await.is_err());
+    assert_eq!(repo.db.calls().len(), 1, "a block arm's insert: made once");
+    assert_eq!(
+        count(&repo.db, "SELECT count(*) FROM orders WHERE item = 'block'"),
+        1
+    );
+
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, INSERT);
+    assert!(repo.out_of_sight_arms(Filter::All, INSERT).await.is_err());
+    assert_eq!(repo.db.calls().len(), 1, "a helper's insert: made once");
+    assert_eq!(rows(&repo, "orders"), 2, "the insert landed once");
+
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, COUNT_ALL);
+    repo.out_of_sight_arms(Filter::All, COUNT_ALL)
+        .await
+        .unwrap();
+    assert_eq!(repo.db.calls().len(), 2, "a helper's read: made again");
+
+    let repo = seeded(false);
+    lose_once_after_running(&repo.db, COUNT_ALL);
+    repo.out_of_sight_arms(Filter::Nothing, "").await.unwrap();
+    assert_eq!(repo.db.calls().len(), 2, "the read in sight: made again");
 }
 
 /// The builder an arm's pattern binds is probed in the arm: its archive, judged by the

@@ -570,8 +570,9 @@ impl Finder<'_> {
     /// leaves (`return`, `continue`, `break`) makes none; one whose
     /// statement is out of sight (a helper's, a macro's, a labelled block or a block with
     /// statements before its value, which may bind the names it uses) makes the statement
-    /// a write when it runs, which is recorded into `slot`. An `if` without `else` is out
-    /// of sight.
+    /// out of sight when it runs, which is recorded into `slot`: the runtime then judges it
+    /// by the SQL it holds (`Retrying::access`), a write if it cannot read it. An `if`
+    /// without `else` is out of sight.
     ///
     /// Each arm's `prepare` receivers are probed in the arm, right before its value, where
     /// the names the arm's pattern binds are in scope: hoisted before the `let`, a probe
@@ -585,8 +586,9 @@ impl Finder<'_> {
                     match only_tail(&mut branch.then_branch) {
                         Some(value) => self.arm(value, slot, out),
                         None => {
-                            // Out of sight, as `written` makes an arm.
-                            let record = syn::parse_quote!(#slot.record(false););
+                            // Out of sight, as `out_of_sight` makes an arm.
+                            let private = &self.names.private;
+                            let record = syn::parse_quote!(#slot.join(#private::Access::Unseen););
                             branch.then_branch.stmts.insert(0, record);
                             out.scans += 1;
                         }
@@ -610,26 +612,27 @@ impl Finder<'_> {
 
     /// One arm of [`Finder::alternatives`]: a block's value, nothing if it leaves, or a
     /// statement whose receivers are probed where it stands. An arm whose statement is out
-    /// of sight (a helper's, a macro's, a block with statements before its value) records a
-    /// write into `slot` before it is evaluated: if it leaves instead (`unreachable!()`,
+    /// of sight (a helper's, a macro's, a block with statements before its value) records
+    /// so into `slot` before it is evaluated: if it leaves instead (`unreachable!()`,
     /// `bail!(..)`, `Err(e)?`), no statement is made by this `let`, and the record is moot.
     fn arm(&mut self, arm: &mut Expr, slot: &Ident, out: &mut Statements) {
         match arm {
             Expr::Block(block) if block.label.is_none() => match only_tail(&mut block.block) {
                 Some(value) => self.arm(value, slot, out),
-                None => self.written(arm, slot, out),
+                None => self.out_of_sight(arm, slot, out),
             },
             // A `break`, with a value or not, leaves the `let`: no loop or labelled block
             // lies between it and the arms followed here.
             Expr::Return(_) | Expr::Continue(_) | Expr::Break(_) => {}
-            Expr::Block(_) => self.written(arm, slot, out),
+            Expr::Block(_) => self.out_of_sight(arm, slot, out),
             arm => {
                 let mut own = Statements::default();
                 self.statement(arm, Some(slot), &mut own);
                 out.scans += own.scans;
                 if own.sql.iter().any(|sql| matches!(sql, Sql::Unseen)) {
-                    // Its probes and verdicts do not matter: it is a write if it runs.
-                    self.written(arm, slot, out);
+                    // Its probes and verdicts do not matter: if it runs, the statement is
+                    // judged by the SQL it holds.
+                    self.out_of_sight(arm, slot, out);
                     return;
                 }
                 if !own.checks.is_empty() {
@@ -654,14 +657,18 @@ impl Finder<'_> {
         }
     }
 
-    /// An arm whose statement is out of sight: a write, recorded into `slot` where it
-    /// begins (see [`Finder::arm`]), before its value, so a temporary the value borrows is
-    /// still extended as the block's tail.
-    fn written(&mut self, arm: &mut Expr, slot: &Ident, out: &mut Statements) {
+    /// An arm whose statement is out of sight, recorded into `slot` where it begins (see
+    /// [`Finder::arm`]), before its value, so a temporary the value borrows is still
+    /// extended as the block's tail. Out of sight, not a write: the execution reads the SQL
+    /// of the statement it runs, which is the arm's when this arm ran, so a read made there
+    /// keeps its retries (`Access::Unseen` outranks every other verdict in the slot and
+    /// in `Access::and`, and the runtime counts a statement it cannot read as a write).
+    fn out_of_sight(&mut self, arm: &mut Expr, slot: &Ident, out: &mut Statements) {
         let span = arm.span();
+        let private = &self.names.private;
         *arm = Expr::Verbatim(quote_spanned! {span=>
             {
-                #slot.record(false);
+                #slot.join(#private::Access::Unseen);
                 #arm
             }
         });
@@ -2417,8 +2424,9 @@ mod tests {
             let before_let = &code[..code.find("let stmt").unwrap()];
             assert!(!before_let.contains("d1_site"), "{choose}: {code}");
         }
-        // An arm out of sight records a write into the slot before its value, one that
-        // leaves by `return` nothing; a statement with no other arm is out of sight.
+        // An arm out of sight records so into the slot before its value (the runtime then
+        // reads the SQL the statement holds), one that leaves by `return` nothing; a
+        // statement with no other arm is out of sight.
         for (choose, writes) in [
             (r#"if a { db.prepare("SELECT 1") } else { helper() }"#, 1),
             (
@@ -2431,7 +2439,9 @@ mod tests {
             ),
         ] {
             let (_, code) = run(choose);
-            assert_eq!(code.matches(". record (false)").count(), writes, "{code}");
+            let unseen = code.matches(". join (:: d1_retry :: __private :: Access :: Unseen)");
+            assert_eq!(unseen.count(), writes, "{code}");
+            assert!(!code.contains(". record (false)"), "{code}");
         }
         let (lines, _) = run(r#"if a { helper() } else { return Ok(()) }"#);
         assert_eq!(lines, "run retried unseen");
