@@ -365,3 +365,49 @@ async fn a_block_that_must_own_what_it_holds_still_compiles_and_runs() {
     assert_eq!(count_in_an_owning_block(&held).await.unwrap(), 0);
     assert_eq!(calls_with(&db, READ), 2);
 }
+
+/// A `read_only` body that runs a batch of `sql` whose list it did not write out: collected
+/// by an iterator, or passed in.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn batch_then_count(
+    db: &D1Database,
+    passed: Option<&[D1PreparedStatement]>,
+    sql: &str,
+) -> Result<i64, Error> {
+    match passed {
+        Some(list) => db.batch(list.to_vec()).await?,
+        None => {
+            db.batch(
+                ["a", "b"]
+                    .iter()
+                    .map(|item| db.prepare(sql).bind(&[(*item).into()]))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )
+            .await?
+        }
+    };
+    let row = db
+        .prepare("SELECT count(*) AS n FROM orders")
+        .first::<Count>(None)
+        .await?;
+    Ok(row.map_or(0, |row| row.n))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_out_of_sight_is_read_as_what_its_statements_hold() {
+    const BATCH_INSERT: &str = "INSERT INTO orders (item) VALUES (?1)";
+    const BATCH_READ: &str = "SELECT ?1 AS n";
+    for passed in [false, true] {
+        let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+        let list = [db.prepare("INSERT INTO orders (item) VALUES ('passed')")];
+        let list = passed.then_some(&list[..]);
+        assert!(batch_then_count(&db, list, BATCH_INSERT).await.is_err());
+        assert_eq!(calls_with(&db, INSERT), 1, "passed: {passed}");
+
+        let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+        let list = [db.prepare("SELECT 4")];
+        let list = passed.then_some(&list[..]);
+        assert_eq!(batch_then_count(&db, list, BATCH_READ).await.unwrap(), 0);
+        assert_eq!(calls_with(&db, READ), 2, "passed: {passed}");
+    }
+}

@@ -45,13 +45,19 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
 
 fn line(execution: &Execution) -> String {
     // A statement's own execution, rewritten, reads SQL out of sight from the statement
-    // when it runs; a `batch`, `exec` or `dump` on a database has none to read.
-    let held =
-        execution.rewritten && !matches!(execution.method.as_str(), "batch" | "exec" | "dump");
+    // when it runs, and so does an awaited `batch` from the statements of its list; an
+    // `exec` or `dump` on a database has none to read.
+    let held = execution.held;
     // Each text once: the arms of an `if` that binds a statement again to itself
     // (`if a { stmt.bind(..)? } else { stmt.clone() }`) each carry its SQL.
     let mut described: Vec<String> = Vec::new();
-    for text in execution.sql.iter().map(|sql| describe(sql, held)) {
+    let batch = execution.method == "batch";
+    for text in execution.sql.iter().map(|sql| match sql {
+        Sql::Unseen if held && batch => {
+            "a list out of sight (each statement's SQL read when the batch runs)".to_owned()
+        }
+        sql => describe(sql, held),
+    }) {
         if !described.contains(&text) {
             described.push(text);
         }
@@ -199,13 +205,15 @@ mod tests {
     }
 
     /// Out of sight, a statement's own execution is judged by what the statement holds
-    /// when it runs; a database's `batch` has no statement to read, so it may write.
+    /// when it runs, and an awaited `batch` by what its list's statements hold; an `exec`,
+    /// or a `batch` whose list cannot be read, may write.
     #[test]
     fn sql_out_of_sight_is_read_from_a_statement_only() {
         let execution = |method: &str, rewritten| Execution {
             method: method.to_owned(),
             sql: vec![Sql::Unseen],
             rewritten,
+            held: rewritten && method == "first",
         };
         let first = line(&execution("first", true));
         assert!(
@@ -218,6 +226,12 @@ mod tests {
             assert!(batch.contains("(counted as a write)"), "{batch}");
             assert!(batch.contains("may write"), "{batch}");
         }
+        let listed = line(&Execution {
+            held: true,
+            ..execution("batch", true)
+        });
+        assert!(listed.contains("each statement's SQL read"), "{listed}");
+        assert!(listed.contains("if its SQL is read-only"), "{listed}");
         let stored = line(&execution("first", false));
         assert!(stored.contains("(counted as a write)"), "{stored}");
     }
@@ -235,6 +249,7 @@ mod tests {
             method: "run".to_owned(),
             sql: vec![read("SELECT 1"), read("SELECT 2"), read("SELECT 1")],
             rewritten: true,
+            held: true,
         };
         assert_eq!(
             line(&execution),

@@ -147,6 +147,10 @@ pub(crate) struct Execution {
     pub(crate) sql: Vec<Sql>,
     /// Whether the call was rewritten to be retried (per-call mode only).
     pub(crate) rewritten: bool,
+    /// Whether SQL out of sight is read from the statements when the execution begins: a
+    /// statement's own rewritten execution, or an awaited `batch` of a list out of sight
+    /// (`batch_sql.rs`); else it counts as a write.
+    pub(crate) held: bool,
 }
 
 /// What the expansion's generated code is called and where the runtime is.
@@ -471,6 +475,9 @@ struct Statements {
     /// not after, so no future keeps it across an await: the happy path's futures are the
     /// sizes they were), and its initialiser.
     checks: Vec<(Ident, TokenStream)>,
+    /// A `batch`'s list is out of sight (collected, passed in): its statements can be read
+    /// where the execution begins, if the list is evaluated before it.
+    held_list: bool,
 }
 
 impl Finder<'_> {
@@ -901,12 +908,18 @@ impl Finder<'_> {
                         }
                         mac.mac.tokens = elements.into_token_stream();
                     }
-                    _ => out.sql.push(Sql::Unseen),
+                    _ => {
+                        out.sql.push(Sql::Unseen);
+                        out.held_list = true;
+                    }
                 }
             }
             Expr::Paren(inner) => self.batch_statements(&mut inner.expr, slot, out),
             Expr::Group(inner) => self.batch_statements(&mut inner.expr, slot, out),
-            _ => out.sql.push(Sql::Unseen),
+            _ => {
+                out.sql.push(Sql::Unseen);
+                out.held_list = true;
+            }
         }
     }
 
@@ -925,12 +938,16 @@ impl Finder<'_> {
                 self.sql_argument(arg, Handed::Exec, None, &mut statements);
             }
             // Under `read_only`, a statement the body did not make in sight is judged by
-            // the SQL it holds, as its execution begins.
+            // the SQL it holds, as its execution begins, and so is a batch's list.
             let observed = self.observes(call).then(|| self.observed(call, awaited));
+            if method == "batch" {
+                self.observe_list(call);
+            }
             self.executions.push(Execution {
                 method,
                 sql: statements.sql,
                 rewritten: false,
+                held: false,
             });
             return observed;
         }
@@ -960,18 +977,41 @@ impl Finder<'_> {
             _ => self.statement(&mut call.receiver, scan_into, &mut statements),
         }
         let own = own_call(&self.names.private, &method, span);
+        // A `batch` of a list out of sight, awaited here: its one argument is bound (`kept`)
+        // before the execution begins, so the statements it holds can be read there.
+        let held_list = method == "batch" && awaited && statements.held_list;
+        let held = match method.as_str() {
+            "batch" => held_list,
+            "exec" | "dump" => false,
+            _ => rewritable,
+        };
         self.executions.push(Execution {
             method,
             sql: statements.sql.clone(),
             rewritten: rewritable,
+            held,
         });
         if !rewritable {
             return None;
         }
-        // Where it is `Unseen`, the runtime judges a statement by the SQL it holds, read
-        // where the execution begins (`Retrying::access`).
-        let access = self.access(&statements, Some(&slot));
         let private = &self.names.private;
+        let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
+        // Where it is `Unseen`, the runtime judges a statement by the SQL it holds, read
+        // where the execution begins (`Retrying::access`); a batch's list out of sight, by
+        // the SQL of every statement in it (`batch_sql.rs`, the traits imported in a block
+        // of their own so that no other call of the body is checked against them). The list
+        // is the batch's only SQL.
+        let access = if held_list {
+            quote_spanned! {span=>
+                {
+                    #[allow(unused_imports)]
+                    use #private::{ViaD1Statements as _, ViaOtherStatements as _};
+                    (&&#private::HeldBatch(&#kept)).d1_batch_access()
+                }
+            }
+        } else {
+            self.access(&statements, Some(&slot))
+        };
         let call_ident = &self.names.call;
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         // Each argument's name carries its value's span, so a type error in it points there.
@@ -999,7 +1039,6 @@ impl Finder<'_> {
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
-        let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
         let site = |receiver: &TokenStream| {
             // A stored execution's access: the site's answer about the call joins it
             // before the closure is made, so that a method of another type taking
@@ -1156,6 +1195,53 @@ impl Finder<'_> {
             && !self.made_in_sight(&call.receiver)
     }
 
+    /// In a `read_only` body, a `batch` whose list is not written out of statements made in
+    /// sight: the list is moved through an observation of its statements' SQL
+    /// (`batch_sql.rs`, `Attempt::observe_batch`) on its way to the call, which keeps its
+    /// type and its order of evaluation.
+    fn observe_list(&mut self, call: &mut ExprMethodCall) {
+        let observes = self.mode == (Mode::WholeBody { read_only: true })
+            && !self.in_foreign_macro
+            && !self.in_move_capture;
+        let Some(list) = call.args.first_mut() else {
+            return;
+        };
+        if !observes || self.list_in_sight(list) {
+            return;
+        }
+        let private = &self.names.private;
+        let attempt = &self.names.attempt;
+        let span = list.span();
+        let held = Ident::new("__d1_retry_list", Span::mixed_site());
+        *list = Expr::Verbatim(quote_spanned! {span=>
+            match #list {
+                #held => (
+                    {
+                        #[allow(unused_imports)]
+                        use #private::{ViaD1Statements as _, ViaOtherStatements as _};
+                        #attempt.observe_batch((&&#private::HeldBatch(&#held)).d1_batch_access())
+                    },
+                    #held,
+                ).1
+            }
+        });
+    }
+
+    /// A `batch`'s list written out (`vec![..]` or `[..]`) of statements made in sight.
+    fn list_in_sight(&self, list: &Expr) -> bool {
+        match list {
+            Expr::Paren(inner) => self.list_in_sight(&inner.expr),
+            Expr::Group(inner) => self.list_in_sight(&inner.expr),
+            Expr::Array(array) => array.elems.iter().all(|e| self.made_in_sight(e)),
+            Expr::Macro(mac) if mac.mac.path.is_ident("vec") => {
+                Punctuated::<Expr, Token![,]>::parse_terminated
+                    .parse2(mac.mac.tokens.clone())
+                    .is_ok_and(|elements| elements.iter().all(|e| self.made_in_sight(e)))
+            }
+            _ => false,
+        }
+    }
+
     /// In a `read_only` body, `let stmt = <a statement made in sight>;`: executions of
     /// `stmt` need no reading. As in per-call mode, only a name bound once and not `mut`.
     fn sighted_binding(&mut self, local: &Local) {
@@ -1268,6 +1354,7 @@ impl Finder<'_> {
             method: ".await".to_owned(),
             sql: statements.sql.clone(),
             rewritten: true,
+            held: true,
         });
         let access = self.access(&statements, Some(&slot));
         let private = &self.names.private;
@@ -1634,6 +1721,7 @@ impl Finder<'_> {
             method: call.method.to_string(),
             sql: vec![Sql::Unseen],
             rewritten: false,
+            held: false,
         });
         // The observed call has the call's own type (see `observed`).
         if self.observes(call) {
@@ -2875,6 +2963,26 @@ mod tests {
         );
     }
 
+    /// An awaited batch of a list out of sight reads the list's statements where it
+    /// begins; one in sight, or a stored one, does not.
+    #[test]
+    fn an_awaited_batch_of_a_list_out_of_sight_reads_its_statements() {
+        let reads = |body: &str| {
+            let (_, code) = found_in(body, Mode::PerCall, &[]);
+            code.matches("HeldBatch (& __d1_retry_kept)").count()
+        };
+        assert_eq!(reads("{ db.batch(statements).await }"), 1);
+        assert_eq!(reads("{ db.batch(helper()?).await }"), 1);
+        assert_eq!(reads("{ db.batch((list)).await }"), 1);
+        assert_eq!(reads("{ db.batch(vec![stmt; 3]).await }"), 1);
+        assert_eq!(
+            reads(r#"{ db.batch(vec![db.prepare("SELECT 1")]).await }"#),
+            0
+        );
+        assert_eq!(reads("{ let f = db.batch(statements); f.await }"), 0);
+        assert_eq!(reads("{ db.exec(sql).await; stmt.run().await }"), 0);
+    }
+
     #[test]
     fn only_calls_that_cannot_break_are_rewritten() {
         assert_eq!(
@@ -2998,6 +3106,28 @@ mod tests {
         assert_eq!(observed("{ [a.run()] }"), 1);
         // A macro not known to take expressions keeps its tokens as written.
         assert_eq!(observed("{ my_macro!(stmt.run().await) }"), 0);
+        // A batch's list not written out of statements made in sight.
+        let batches = |body: &str| {
+            let (_, body) = found_in(body, read_only, &[]);
+            body.matches(". observe_batch (").count()
+        };
+        assert_eq!(batches("{ db.batch(statements).await }"), 1);
+        assert_eq!(
+            batches("{ db.batch(vec![stmt, db.prepare(SQL)]).await }"),
+            1
+        );
+        assert_eq!(batches("{ db.batch([helper()]).await }"), 1);
+        assert_eq!(
+            batches(r#"{ db.batch(vec![db.prepare("SELECT 1")]).await }"#),
+            0
+        );
+        assert_eq!(
+            batches("{ let s = db.prepare(SQL); db.batch([s.clone()]).await }"),
+            0
+        );
+        assert_eq!(batches("{ spawn(async move { db.batch(list).await }) }"), 0);
+        let (_, body) = found_in("{ db.batch(list).await }", Mode::PerCall, &[]);
+        assert!(!body.contains("observe_batch"), "{body}");
         // A `move` block or closure may have to be `'static`: it cannot borrow the attempt.
         assert_eq!(observed("{ async { stmt.run().await }.await }"), 1);
         assert_eq!(observed("{ spawn(async move { stmt.run().await }) }"), 0);

@@ -1,6 +1,7 @@
 //! What `#[d1_retry]` expands into. Not a public API: names and signatures here change
 //! without notice; only the attribute may use them.
 
+pub use crate::batch_sql::{HeldBatch, ViaD1Statements, ViaOtherStatements};
 pub use crate::by_value_prepare::{
     ByValue, NotADatabase, PrepareTakingTheDatabaseByValue, ViaD1Database, ViaOtherDatabase,
 };

@@ -32,9 +32,10 @@ pub enum Access {
     Idempotent,
     /// The work may write.
     Write,
-    /// The work's SQL could not be seen (a statement of a type that cannot tell its SQL,
-    /// a `batch` collected elsewhere), so it counts as a write. A D1 statement built by a
-    /// helper, passed in or kept in a field tells its SQL when it runs.
+    /// The work's SQL could not be seen where it was written, so it counts as a write unless
+    /// it is read when it runs: a D1 statement built by a helper, passed in or kept in a
+    /// field tells its SQL then, and so do the statements of an awaited `batch` of a list
+    /// collected elsewhere; a statement of a type that cannot tell its SQL does not.
     Unseen,
     /// A `read_only` attempt ran SQL that may write, before the failure: never retried.
     Unretryable,

@@ -335,6 +335,18 @@ impl<'a> Attempt<'a> {
         }
     }
 
+    /// [`observe_held`](Self::observe_held) for a `batch` whose list the body did not
+    /// write out, judged by the SQL of every statement in it (`batch_sql.rs`): anything but
+    /// read-only counts as a write.
+    pub fn observe_batch(&self, access: Access) {
+        if access != Access::ReadOnly {
+            self.record(
+                Some("<a batch's statements, one of which may write or cannot be read>"),
+                false,
+            );
+        }
+    }
+
     fn record(&self, sql: Option<&str>, read_only: bool) {
         if !read_only {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);

@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_auto_cfg))]
 
+mod batch_sql;
 mod budget;
 mod by_value_prepare;
 mod call;
