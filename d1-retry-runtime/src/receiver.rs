@@ -856,6 +856,10 @@ mod tests {
         assert_eq!(writes(&|a| Retrying.observe(a, &unreadable, calls::All)), 1);
         assert_eq!(writes(&|a| Retrying.observe(a, &write, calls::Batch)), 0);
         assert_eq!(writes(&|a| Plain.observe(a, &write, calls::Run)), 0);
+        // A batch's list, judged as a whole (`batch_sql.rs`).
+        assert_eq!(writes(&|a| a.observe_batch(Access::ReadOnly)), 0);
+        assert_eq!(writes(&|a| a.observe_batch(Access::Write)), 1);
+        assert_eq!(writes(&|a| a.observe_batch(Access::Unseen)), 1);
     }
 
     /// A probed `prepare` receiver's verdict: read-only adds nothing, out of sight stays out

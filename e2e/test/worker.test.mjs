@@ -105,6 +105,15 @@ const KINDS = [
     value: 1,
   },
   {
+    // The same statement in a body declared read_only: read as it runs, a read.
+    name: "read made by a helper, in a read_only body (#[d1_retry(read_only)])",
+    send: () => call("GET", "/users/1/orders/report"),
+    op: "first",
+    access: "read_only",
+    operation: "Shop::order_report",
+    value: 1,
+  },
+  {
     name: "write made by a helper, run() (#[d1_retry])",
     send: () => call("POST", "/users/1/orders/prepared", TEA),
     op: "run",

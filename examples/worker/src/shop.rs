@@ -170,6 +170,16 @@ impl Shop {
         Ok(count.unwrap_or(0))
     }
 
+    /// The same read in a body declared `read_only`, which runs again as a whole after any
+    /// transient failure: the statement it runs but did not make in sight is read when it
+    /// runs (workerd keeps its SQL), a read, so the body stays retried; SQL there that may
+    /// write would stop it from running again.
+    #[d1_retry(read_only, policy = POLICY)]
+    pub async fn order_report(&self, user_id: i64) -> Result<i64> {
+        let count = self.orders_of(user_id)?.first::<i64>(Some("n")).await?;
+        Ok(count.unwrap_or(0))
+    }
+
     /// A write whose statement a helper makes: read the same way, it is a write, retried
     /// only when D1 was not reached.
     #[d1_retry(policy = POLICY)]
