@@ -2953,11 +2953,19 @@ mod tests {
                 db.batch(vec![db.prepare("SELECT 1"), db.prepare("SELECT 2")]).await?;
                 db.batch(vec![db.prepare("SELECT 1"), db.prepare("DELETE FROM t")]).await?;
                 db.batch(statements).await?;
+                db.batch([db.prepare("SELECT 3")]).await?;
+                db.batch((vec![db.prepare("SELECT 4")])).await?;
+                db.batch(vec![]).await?;
+                db.batch(other![db.prepare("SELECT 5")]).await?;
             }"#
             ),
             [
                 "batch retried read+read",
                 "batch retried read+write",
+                "batch retried unseen",
+                "batch retried read",
+                "batch retried read",
+                "batch retried unseen",
                 "batch retried unseen",
             ]
         );
@@ -3126,6 +3134,14 @@ mod tests {
             0
         );
         assert_eq!(batches("{ spawn(async move { db.batch(list).await }) }"), 0);
+        assert_eq!(
+            batches(r#"{ db.batch((vec![db.prepare("SELECT 1")])).await }"#),
+            0
+        );
+        assert_eq!(
+            batches(r#"{ db.batch(other![db.prepare("SELECT 1")]).await }"#),
+            1
+        );
         let (_, body) = found_in("{ db.batch(list).await }", Mode::PerCall, &[]);
         assert!(!body.contains("observe_batch"), "{body}");
         // A `move` block or closure may have to be `'static`: it cannot borrow the attempt.
@@ -3145,10 +3161,10 @@ mod tests {
         assert!(!body.contains("observe"), "{body}");
     }
 
-    /// A statement a `macro_rules!` macro hands over as `$stmt:expr` comes in an invisible
-    /// group: it is seen through.
+    /// A statement or a batch's list a `macro_rules!` macro hands over as `$e:expr` comes in
+    /// an invisible group: it is seen through.
     #[test]
-    fn a_read_only_body_sees_through_invisible_groups() {
+    fn invisible_groups_are_seen_through() {
         let observed = |receiver: TokenStream| {
             let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, receiver);
             let mut block: Block = syn::parse2(quote!({ #group.run().await })).unwrap();
@@ -3162,6 +3178,19 @@ mod tests {
         };
         assert_eq!(observed(quote!(db.prepare("SELECT 1"))), 0);
         assert_eq!(observed(quote!(stmt)), 1);
+        // A batch's list in an invisible group: written out, so not read where it runs.
+        let batch = |mode: Mode, list: TokenStream| {
+            let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, list);
+            let mut block: Block = syn::parse2(quote!({ db.batch(#group).await })).unwrap();
+            rewrite(&mut block, mode, &names(), &[]);
+            let code = block.to_token_stream().to_string();
+            code.contains("HeldBatch")
+        };
+        let read_only = Mode::WholeBody { read_only: true };
+        assert!(!batch(read_only, quote!(vec![db.prepare("SELECT 1")])));
+        assert!(batch(read_only, quote!(statements)));
+        assert!(!batch(Mode::PerCall, quote!(vec![db.prepare("SELECT 1")])));
+        assert!(batch(Mode::PerCall, quote!(statements)));
     }
 
     #[test]
