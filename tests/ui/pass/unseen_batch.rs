@@ -1,5 +1,6 @@
 //! Was a compile error while the whole body was retried: a `batch` of statements
-//! collected out of sight. Its SQL still counts as a write, so the batch is retried only
+//! collected out of sight. Its list is read where the batch begins (`batch_sql.rs`); the
+//! stand-in's statements cannot tell their SQL, so here it counts as a write, retried only
 //! when D1 was not reached; a function with one execution needs nothing more.
 #![deny(warnings)]
 

@@ -1,0 +1,58 @@
+//! A `read_only` body's executions of statements it did not make in sight are observed
+//! where they run (the attempt reads the SQL they hold), in every receiver shape, and the
+//! code compiles as written: a parameter, a field, a guard's value, an index, a deref, a
+//! stored future, futures made in a closure, a `batch` of a list collected elsewhere; and
+//! calls named like executions on values that are not D1's (`slice.first()`).
+#![deny(warnings)]
+
+use std::cell::RefCell;
+
+use d1_retry::d1_retry;
+
+#[path = "../support/db.rs"]
+mod db;
+use db::{Db, DbError, Statement, block_on};
+
+struct Repo {
+    db: Db,
+    stmt: Statement,
+    cell: RefCell<Statement>,
+    list: Vec<Statement>,
+    items: Vec<i64>,
+}
+
+impl Repo {
+    #[d1_retry(read_only)]
+    async fn shapes(&self, passed: &Statement, boxed: Box<Statement>) -> Result<i64, DbError> {
+        let first = self.items.first().copied().unwrap_or(0);
+        let slice: &[i64] = &self.items;
+        let last = (*slice).first().copied().unwrap_or(0);
+        passed.run().await?;
+        self.stmt.first().await?;
+        self.cell.borrow().all().await?;
+        self.list[0].run().await?;
+        (*boxed).run().await?;
+        let pending = self.stmt.run();
+        pending.await?;
+        let runs: Vec<_> = self.list.iter().map(|s| s.run()).collect();
+        for run in runs {
+            run.await?;
+        }
+        self.db.batch(self.list.clone()).await?;
+        Ok(first + last)
+    }
+}
+
+fn main() {
+    let db = Db;
+    let repo = Repo {
+        stmt: db.prepare("SELECT 1"),
+        cell: RefCell::new(db.prepare("SELECT 2")),
+        list: vec![db.prepare("SELECT 3")],
+        items: vec![1],
+        db,
+    };
+    let passed = repo.db.prepare("SELECT 4");
+    let boxed = Box::new(repo.db.prepare("SELECT 5"));
+    assert_eq!(block_on(repo.shapes(&passed, boxed)).ok(), Some(2));
+}
