@@ -89,19 +89,41 @@ fn warn(
 }
 
 pub(crate) fn invalid_policy(operation: OperationName<'_>, error: PolicyError) {
-    tracing::error!(
-        d1.operation = %operation,
-        d1.policy_error = error.message(),
-        "invalid RetryPolicy: made a single attempt"
+    error_line(
+        operation,
+        Some(error.message()),
+        None,
+        "invalid RetryPolicy: made a single attempt",
     );
 }
 
 /// A `read_only` function ran SQL that writes; that attempt is treated as a write.
 pub(crate) fn write_in_read_only(operation: OperationName<'_>, sql: &str) {
+    error_line(
+        operation,
+        None,
+        Some(sql),
+        "#[d1_retry(read_only)] function ran SQL that may write; treating this attempt as a write",
+    );
+}
+
+/// The one error-level call site of [`invalid_policy`] and [`write_in_read_only`], for the
+/// reason [`warn`] is one: a Worker that links both (a `D1Retry` with a policy checked at
+/// run time, and a `read_only` function) pays for one call site's metadata and dispatch.
+/// A `None` field is not recorded, so each line carries the fields it did.
+#[inline(never)]
+fn error_line(
+    operation: OperationName<'_>,
+    policy_error: Option<&'static str>,
+    sql: Option<&str>,
+    message: &'static str,
+) {
     tracing::error!(
         d1.operation = %operation,
+        d1.policy_error = policy_error,
         d1.sql = sql,
-        "#[d1_retry(read_only)] function ran SQL that may write; treating this attempt as a write"
+        "{}",
+        message
     );
 }
 
