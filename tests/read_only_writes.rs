@@ -170,7 +170,7 @@ fn made(db: &D1Database, sql: &str) -> Result<D1PreparedStatement, Error> {
 
 impl Kept {
     /// Declared `read_only`; runs `self.statement` (a write or a read, as the test made
-    /// it), in `shape`, before a read made in sight.
+    /// it), in `shape`, before the nested read `orders`.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn run_then_count(&self, shape: Shape, sql: &str) -> Result<i64, Error> {
         let stmt = &self.statement;
@@ -210,12 +210,7 @@ impl Kept {
                 pending.await?;
             }
         }
-        let row = self
-            .db
-            .prepare("SELECT count(*) AS n FROM orders")
-            .first::<Count>(None)
-            .await?;
-        Ok(row.map_or(0, |row| row.n))
+        orders(&self.db).await
     }
 
     /// The same under time limits.
@@ -238,12 +233,7 @@ impl Kept {
                 made(&self.db, sql)?.run().await?;
             }
         }
-        let row = self
-            .db
-            .prepare("SELECT count(*) AS n FROM orders")
-            .first::<Count>(None)
-            .await?;
-        Ok(row.map_or(0, |row| row.n))
+        orders(&self.db).await
     }
 }
 
@@ -321,11 +311,7 @@ async fn generic_run_then_count<S: d1_retry::D1Receiver + Runs>(
     stmt: &S,
 ) -> Result<i64, Error> {
     stmt.run().await?;
-    let row = db
-        .prepare("SELECT count(*) AS n FROM orders")
-        .first::<Count>(None)
-        .await?;
-    Ok(row.map_or(0, |row| row.n))
+    orders(db).await
 }
 
 #[tokio::test(start_paused = true)]
@@ -386,11 +372,7 @@ async fn batch_then_count(
             .await?
         }
     };
-    let row = db
-        .prepare("SELECT count(*) AS n FROM orders")
-        .first::<Count>(None)
-        .await?;
-    Ok(row.map_or(0, |row| row.n))
+    orders(db).await
 }
 
 #[tokio::test(start_paused = true)]

@@ -1188,25 +1188,29 @@ impl Finder<'_> {
     /// Whether `call` is a `read_only` body's execution of a statement made out of sight,
     /// which can be rewritten to be observed ([`observed`](Self::observed)).
     fn observes(&self, call: &ExprMethodCall) -> bool {
-        self.mode == (Mode::WholeBody { read_only: true })
-            && !self.in_foreign_macro
-            && !self.in_move_capture
+        self.observing()
             && STATEMENT_EXECUTIONS.contains(&call.method.to_string().as_str())
             && !self.made_in_sight(&call.receiver)
     }
 
+    /// Whether SQL out of sight can be observed here: in a `read_only` body, outside a
+    /// foreign macro's tokens and a `move` block or closure.
+    fn observing(&self) -> bool {
+        self.mode == (Mode::WholeBody { read_only: true })
+            && !self.in_foreign_macro
+            && !self.in_move_capture
+    }
+
     /// In a `read_only` body, a `batch` whose list is not written out of statements made in
     /// sight: the list is moved through an observation of its statements' SQL
-    /// (`batch_sql.rs`, `Attempt::observe_batch`) on its way to the call, which keeps its
+    /// (`batch_sql.rs`, `Attempt::observe_held`) on its way to the call, which keeps its
     /// type and its order of evaluation.
     fn observe_list(&mut self, call: &mut ExprMethodCall) {
-        let observes = self.mode == (Mode::WholeBody { read_only: true })
-            && !self.in_foreign_macro
-            && !self.in_move_capture;
+        let observing = self.observing();
         let Some(list) = call.args.first_mut() else {
             return;
         };
-        if !observes || self.list_in_sight(list) {
+        if !observing || self.list_in_sight(list) {
             return;
         }
         let private = &self.names.private;
@@ -1219,7 +1223,7 @@ impl Finder<'_> {
                     {
                         #[allow(unused_imports)]
                         use #private::{ViaD1Statements as _, ViaOtherStatements as _};
-                        #attempt.observe_batch((&&#private::HeldBatch(&#held)).d1_batch_access())
+                        #attempt.observe_held((&&#private::HeldBatch(&#held)).d1_batch_access())
                     },
                     #held,
                 ).1
@@ -3117,7 +3121,7 @@ mod tests {
         // A batch's list not written out of statements made in sight.
         let batches = |body: &str| {
             let (_, body) = found_in(body, read_only, &[]);
-            body.matches(". observe_batch (").count()
+            body.matches("HeldBatch (& __d1_retry_list)").count()
         };
         assert_eq!(batches("{ db.batch(statements).await }"), 1);
         assert_eq!(
@@ -3143,7 +3147,7 @@ mod tests {
             1
         );
         let (_, body) = found_in("{ db.batch(list).await }", Mode::PerCall, &[]);
-        assert!(!body.contains("observe_batch"), "{body}");
+        assert!(!body.contains("__d1_retry_list"), "{body}");
         // A `move` block or closure may have to be `'static`: it cannot borrow the attempt.
         assert_eq!(observed("{ async { stmt.run().await }.await }"), 1);
         assert_eq!(observed("{ spawn(async move { stmt.run().await }) }"), 0);

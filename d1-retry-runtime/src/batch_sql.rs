@@ -57,10 +57,10 @@ impl<L: ?Sized> ViaOtherStatements for HeldBatch<'_, L> {
 fn statements<S: D1Receiver>(list: &[S]) -> Access {
     let mut access = Access::ReadOnly;
     for statement in list {
-        match statement.d1_held_sql_read_only() {
-            Some(true) => {}
-            Some(false) => return Access::Write,
-            None => access = Access::Unseen,
+        match crate::statement_sql::read(statement) {
+            Access::ReadOnly => {}
+            Access::Write => return Access::Write,
+            _ => access = Access::Unseen,
         }
     }
     access

@@ -322,26 +322,15 @@ impl<'a> Attempt<'a> {
         self.record(sql, sql.is_some_and(is_read_only_prepared));
     }
 
-    /// Judges a statement a `read_only` body runs but did not make in sight (passed in,
-    /// kept in a field, returned by a helper) by the SQL it holds when its execution
-    /// begins (`read_only`, from [`D1Receiver`](crate::D1Receiver)'s hidden question):
-    /// SQL that may write, or that cannot be read, counts as a write, and the attempt is
-    /// not run again.
-    pub fn observe_held(&self, read_only: Option<bool>) {
-        match read_only {
-            Some(true) => {}
-            Some(false) => self.record(Some("<SQL held by a statement made out of sight>"), false),
-            None => self.record(Some("<a statement whose SQL cannot be read>"), false),
-        }
-    }
-
-    /// [`observe_held`](Self::observe_held) for a `batch` whose list the body did not
-    /// write out, judged by the SQL of every statement in it (`batch_sql.rs`): anything but
-    /// read-only counts as a write.
-    pub fn observe_batch(&self, access: Access) {
+    /// Judges SQL a `read_only` body runs but did not write out, by the access of what it
+    /// holds when its execution begins: a statement made out of sight (passed in, kept in a
+    /// field, returned by a helper; `statement_sql.rs`), or a `batch`'s list collected
+    /// elsewhere (`batch_sql.rs`). Anything but read-only (SQL that may write, or that
+    /// cannot be read) counts as a write, and the attempt is not run again.
+    pub fn observe_held(&self, access: Access) {
         if access != Access::ReadOnly {
             self.record(
-                Some("<a batch's statements, one of which may write or cannot be read>"),
+                Some("<SQL out of sight that may write or cannot be read>"),
                 false,
             );
         }

@@ -453,7 +453,7 @@ impl Retrying {
         _call: C,
     ) {
         if const { R::D1_CALLS.has(C::CALL) } {
-            attempt.observe_held(receiver.d1_held_sql_read_only());
+            attempt.observe_held(crate::statement_sql::read(receiver));
         }
     }
 }
@@ -857,9 +857,9 @@ mod tests {
         assert_eq!(writes(&|a| Retrying.observe(a, &write, calls::Batch)), 0);
         assert_eq!(writes(&|a| Plain.observe(a, &write, calls::Run)), 0);
         // A batch's list, judged as a whole (`batch_sql.rs`).
-        assert_eq!(writes(&|a| a.observe_batch(Access::ReadOnly)), 0);
-        assert_eq!(writes(&|a| a.observe_batch(Access::Write)), 1);
-        assert_eq!(writes(&|a| a.observe_batch(Access::Unseen)), 1);
+        assert_eq!(writes(&|a| a.observe_held(Access::ReadOnly)), 0);
+        assert_eq!(writes(&|a| a.observe_held(Access::Write)), 1);
+        assert_eq!(writes(&|a| a.observe_held(Access::Unseen)), 1);
     }
 
     /// A probed `prepare` receiver's verdict: read-only adds nothing, out of sight stays out

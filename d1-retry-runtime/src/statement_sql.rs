@@ -40,8 +40,9 @@ pub(crate) fn held<R: D1Receiver + ?Sized>(access: Access, statement: &R) -> Acc
     }
 }
 
-/// Out of line: compiled once per statement type, not at every site.
-fn read<R: D1Receiver + ?Sized>(statement: &R) -> Access {
+/// The access of the SQL `statement` holds, [`Access::Unseen`] if it cannot be read. Out of
+/// line: compiled once per statement type, not at every site.
+pub(crate) fn read<R: D1Receiver + ?Sized>(statement: &R) -> Access {
     match statement.d1_held_sql_read_only() {
         Some(read_only) => Access::judged(read_only),
         None => Access::Unseen,
