@@ -10,8 +10,9 @@
 //! cannot be read leaves the batch out of sight, a write.
 //!
 //! The expansion asks this only for a batch awaited where it is written, whose one argument
-//! is evaluated before the execution begins (`execution.rs`); a list of any other type than
-//! D1's statements (a wrapper of the user's) is not read.
+//! is evaluated before the execution begins (the attribute's `executions.rs`), and for a
+//! `read_only` body's batch (`Attempt::observe_held`); a list of any other type than D1's
+//! statements (a wrapper of the user's) is not read.
 
 use crate::D1Receiver;
 use crate::decide::Access;

@@ -438,9 +438,7 @@ impl Retrying {
         };
         crate::statement_sql::held(seen.and(own), receiver)
     }
-}
 
-impl Retrying {
     /// In a `#[d1_retry(read_only)]` attempt, before an execution whose statement the body
     /// did not make in sight: `attempt` learns whether the SQL `receiver` holds may write
     /// ([`Attempt::observe_held`]), so that an attempt that ran such a statement is not run
