@@ -36,7 +36,7 @@ dynamic) shape=3 ;;
 batch) shape=4 ;;
 # Not in the mix (which stays comparable with earlier rounds): a read with
 # `policy = POLICY`, a constant the attribute cannot read, so that the time-limited path
-# is compiled, as for most methods of a real Worker (11 of the example's 13).
+# is compiled, as for most methods of a real Worker (15 of the example's 16).
 timed) shape=5 ;;
 *)
     echo "SHAPE must be mix, read, write, idempotent, dynamic, batch or timed" >&2

@@ -11,7 +11,7 @@
 #                for a Worker that had no tracing before adopting d1-retry.
 #   with+K       `with` and K more `#[d1_retry(policy = POLICY)]` methods (a read through
 #                `first`, a read through `all`, a write through `run`, in turn), each behind
-#                a route of its own so that none is dead code; like 11 of the example's 13,
+#                a route of its own so that none is dead code; like 15 of the example's 16,
 #                they take the time-limited path, since the attribute cannot read POLICY;
 #   with+K-bare  the same with a bare `#[d1_retry]`, which takes the path without limits;
 #   plain+K      `plain` and the same K methods without the attribute;
