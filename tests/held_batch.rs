@@ -1,8 +1,8 @@
 //! A `batch` whose list of statements `#[d1_retry]` cannot see where it is written
 //! (collected by an iterator, built by a helper, passed in, made by `batch_bind`) is judged
-//! by the SQL its statements hold, read when the batch begins: a batch of reads is made
-//! again after a failure that may have run it, and a batch with a write in it is never
-//! made again after one.
+//! by the SQL its statements hold, read when the batch begins (awaited where it is written,
+//! or stored and awaited later): a batch of reads is made again after a failure that may
+//! have run it, and a batch with a write in it is never made again after one.
 //!
 //! Each test fails the batch once after it ran (maybe executed). Reads count the calls D1
 //! saw; writes count the rows that landed.
@@ -104,12 +104,31 @@ impl Repo {
         self.db.batch(list).await
     }
 
-    /// The batch's future made first and awaited later: the list is not read where the
-    /// future is made, so the batch stays a write.
+    /// The batch's future made first and awaited later: the list is read where the future
+    /// is made.
     #[d1_retry(policy = NO_BUDGET)]
-    async fn stored(&self, items: &[&str]) -> Result<Vec<D1Result>, Error> {
+    async fn stored(&self, sql: &str, items: &[&str]) -> Result<Vec<D1Result>, Error> {
         let db = &self.db;
-        let pending = db.batch(self.statements(READ, items)?);
+        let pending = db.batch(self.statements(sql, items)?);
+        pending.await
+    }
+
+    /// Two batches joined, neither awaited where it is written.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn joined(&self, sql: &str) -> Result<usize, Error> {
+        let db = &self.db;
+        let (first, second) = tokio::join!(
+            db.batch(self.statements(sql, &["a"])?),
+            db.batch(self.statements(sql, &["b"])?)
+        );
+        Ok(first?.len() + second?.len())
+    }
+
+    /// The same under time limits, stored.
+    #[d1_retry(policy = TIMED)]
+    async fn stored_bounded(&self, sql: &str) -> Result<Vec<D1Result>, Error> {
+        let db = &self.db;
+        let pending = db.batch(self.statements(sql, &["tea"])?);
         pending.await
     }
 }
@@ -167,9 +186,53 @@ async fn a_read_and_a_write_in_one_list_land_once() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_batch_not_awaited_where_it_is_made_stays_a_write() {
-    let repo = repo();
-    lose_once_after_running(&repo.db, READ);
-    assert!(repo.stored(&["tea"]).await.is_err());
-    assert_eq!(calls_with(&repo.db, READ), 1, "not read, so made once");
+async fn a_batch_not_awaited_where_it_is_made_is_read_too() {
+    let r = repo();
+    lose_once_after_running(&r.db, READ);
+    assert_eq!(r.stored(READ, &["tea"]).await.unwrap().len(), 1);
+    assert_eq!(calls_with(&r.db, READ), 2, "stored read: made again");
+
+    let r = repo();
+    lose_once_after_running(&r.db, INSERT);
+    assert!(r.stored(INSERT, &["tea"]).await.is_err());
+    assert_eq!(
+        count(&r.db, "SELECT count(*) FROM orders"),
+        1,
+        "stored insert: once"
+    );
+
+    let r = repo();
+    lose_once_after_running(&r.db, READ);
+    assert_eq!(r.joined(READ).await.unwrap(), 2);
+    assert_eq!(
+        calls_with(&r.db, READ),
+        3,
+        "joined reads: the failed one made again"
+    );
+
+    let r = repo();
+    lose_once_after_running(&r.db, INSERT);
+    assert!(r.joined(INSERT).await.is_err());
+    assert_eq!(
+        count(&r.db, "SELECT count(*) FROM orders"),
+        2,
+        "joined inserts: once each"
+    );
+
+    let r = repo();
+    lose_once_after_running(&r.db, READ);
+    assert_eq!(r.stored_bounded(READ).await.unwrap().len(), 1);
+    assert_eq!(
+        calls_with(&r.db, READ),
+        2,
+        "bounded stored read: made again"
+    );
+    let r = repo();
+    lose_once_after_running(&r.db, INSERT);
+    assert!(r.stored_bounded(INSERT).await.is_err());
+    assert_eq!(
+        count(&r.db, "SELECT count(*) FROM orders"),
+        1,
+        "bounded stored insert"
+    );
 }

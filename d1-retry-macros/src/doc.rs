@@ -45,7 +45,7 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
 
 fn line(execution: &Execution) -> String {
     // A statement's own execution, rewritten, reads SQL out of sight from the statement
-    // when it runs, and so does an awaited `batch` from the statements of its list; an
+    // when it runs, and so does a rewritten `batch` from the statements of its list; an
     // `exec` or `dump` on a database has none to read.
     let held = execution.held;
     // Each text once: the arms of an `if` that binds a statement again to itself
@@ -205,7 +205,7 @@ mod tests {
     }
 
     /// Out of sight, a statement's own execution is judged by what the statement holds
-    /// when it runs, and an awaited `batch` by what its list's statements hold; an `exec`,
+    /// when it runs, and a rewritten `batch` by what its list's statements hold; an `exec`,
     /// or a `batch` whose list cannot be read, may write.
     #[test]
     fn sql_out_of_sight_is_read_from_a_statement_only() {

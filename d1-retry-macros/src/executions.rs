@@ -148,7 +148,7 @@ pub(crate) struct Execution {
     /// Whether the call was rewritten to be retried (per-call mode only).
     pub(crate) rewritten: bool,
     /// Whether SQL out of sight is read from the statements when the execution begins: a
-    /// statement's own rewritten execution, or an awaited `batch` of a list out of sight
+    /// statement's own rewritten execution, or a rewritten `batch` of a list out of sight
     /// (`batch_sql.rs`); else it counts as a write.
     pub(crate) held: bool,
 }
@@ -977,11 +977,12 @@ impl Finder<'_> {
             _ => self.statement(&mut call.receiver, scan_into, &mut statements),
         }
         let own = own_call(&self.names.private, &method, span);
-        // A `batch` of a list out of sight, awaited here: its one argument is bound (`kept`)
-        // before the execution begins, so the statements it holds can be read there.
-        let held_list = method == "batch" && awaited && statements.held_list;
+        // A `batch` of a list out of sight: its one argument is bound (`kept`, or the first
+        // of the stored execution's tuple) before the execution begins, so the statements it
+        // holds can be read there.
+        let held_list = method == "batch" && statements.held_list;
         let held = match method.as_str() {
-            "batch" => held_list,
+            "batch" => held_list && rewritable,
             "exec" | "dump" => false,
             _ => rewritable,
         };
@@ -1001,14 +1002,21 @@ impl Finder<'_> {
         // the SQL of every statement in it (`batch_sql.rs`, the traits imported in a block
         // of their own so that no other call of the body is checked against them). The list
         // is the batch's only SQL.
-        let access = if held_list {
+        let list_access = |list: TokenStream| {
             quote_spanned! {span=>
                 {
                     #[allow(unused_imports)]
                     use #private::{ViaD1Statements as _, ViaOtherStatements as _};
-                    (&&#private::HeldBatch(&#kept)).d1_batch_access()
+                    (&&#private::HeldBatch(&#list)).d1_batch_access()
                 }
             }
+        };
+        let listed = Ident::new("__d1_retry_listed", Span::mixed_site());
+        let access = if held_list && awaited {
+            list_access(kept.to_token_stream())
+        } else if held_list {
+            // Read into `listed` once the stored execution's arguments are made (below).
+            listed.to_token_stream()
         } else {
             self.access(&statements, Some(&slot))
         };
@@ -1112,18 +1120,41 @@ impl Finder<'_> {
                 } else {
                     quote_spanned!(whole=> match (#(#values,)*) #arms)
                 }
-            } else if let Some(classify) = &timed {
-                let access = stored_access(&access);
-                quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver)).d1_site()
-                        .execute(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
-                        #classify
-                }
             } else {
                 let access = stored_access(&access);
-                quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver)).d1_site()
-                        .run(#call_ident, (#(#values,)*), #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                // A batch's list out of sight is read once its arguments are made, before
+                // they are handed over (the argument is moved into the execution).
+                let (arguments, read_list) = if held_list {
+                    let read = list_access(quote!(#kept.0));
+                    (
+                        kept.to_token_stream(),
+                        Some(quote_spanned!(span=> let #listed = #read;)),
+                    )
+                } else {
+                    (quote!((#(#values,)*)), None)
+                };
+                let site = if let Some(classify) = &timed {
+                    quote_spanned! {span=>
+                        (&&#private::Receiver::of(&#receiver)).d1_site()
+                            .execute(#call_ident, #arguments, #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                            #classify
+                    }
+                } else {
+                    quote_spanned! {span=>
+                        (&&#private::Receiver::of(&#receiver)).d1_site()
+                            .run(#call_ident, #arguments, #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                    }
+                };
+                match read_list {
+                    Some(read_list) => quote_spanned! {span=>
+                        match (#(#values,)*) {
+                            #kept => {
+                                #read_list
+                                #site
+                            }
+                        }
+                    },
+                    None => site,
                 }
             }
         };
@@ -2975,10 +3006,11 @@ mod tests {
         );
     }
 
-    /// An awaited batch of a list out of sight reads the list's statements where it
-    /// begins; one in sight, or a stored one, does not.
+    /// A batch of a list out of sight reads the list's statements where it begins, awaited
+    /// where it is written or stored (from the stored execution's arguments); one in sight
+    /// does not.
     #[test]
-    fn an_awaited_batch_of_a_list_out_of_sight_reads_its_statements() {
+    fn a_batch_of_a_list_out_of_sight_reads_its_statements() {
         let reads = |body: &str| {
             let (_, code) = found_in(body, Mode::PerCall, &[]);
             code.matches("HeldBatch (& __d1_retry_kept)").count()
@@ -2992,7 +3024,43 @@ mod tests {
             0
         );
         assert_eq!(reads("{ let f = db.batch(statements); f.await }"), 0);
+        let stored = |body: &str| {
+            let (_, code) = found_in(body, Mode::PerCall, &[]);
+            code.matches("HeldBatch (& __d1_retry_kept . 0)").count()
+        };
+        assert_eq!(stored("{ let f = db.batch(statements); f.await }"), 1);
+        assert_eq!(stored("{ join!(db.batch(a), db.batch(b)); Ok(()) }"), 2);
+        assert_eq!(
+            stored(r#"{ let f = db.batch(vec![db.prepare("SELECT 1")]); f.await }"#),
+            0
+        );
+        assert_eq!(stored("{ db.batch(statements).await }"), 0);
         assert_eq!(reads("{ db.exec(sql).await; stmt.run().await }"), 0);
+    }
+
+    /// What the doc paragraph says is read when it runs: a statement's own rewritten
+    /// execution, a rewritten batch of a list out of sight; not a batch written out, an
+    /// `exec`, a `dump` or a call left as written.
+    #[test]
+    fn an_execution_records_whether_its_sql_out_of_sight_is_read() {
+        let held = |body: &str| {
+            let mut block: Block = syn::parse_str(body).unwrap();
+            let found = rewrite(&mut block, Mode::PerCall, &names(), &[]);
+            found.executions.iter().map(|e| e.held).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            held(
+                r#"{
+                stmt.run().await;
+                db.batch(list).await;
+                db.batch(vec![db.prepare("SELECT 1")]).await;
+                db.exec(sql).await;
+                db.dump().await;
+                let f = self.make().run();
+            }"#
+            ),
+            [true, true, false, false, false, false]
+        );
     }
 
     #[test]

@@ -9,8 +9,9 @@
 //! statement that may write (a batch of inserts reads one text); a statement whose SQL
 //! cannot be read leaves the batch out of sight, a write.
 //!
-//! The expansion asks this only for a batch awaited where it is written, whose one argument
-//! is evaluated before the execution begins (the attribute's `executions.rs`), and for a
+//! The expansion asks this where a batch's one argument has been evaluated and the
+//! execution has not begun (the attribute's `executions.rs`: in the loop of a batch awaited
+//! where it is written, or before a stored batch's arguments are handed over), and for a
 //! `read_only` body's batch (`Attempt::observe_held`); a list of any other type than D1's
 //! statements (a wrapper of the user's) is not read.
 

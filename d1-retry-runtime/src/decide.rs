@@ -34,7 +34,7 @@ pub enum Access {
     Write,
     /// The work's SQL could not be seen where it was written, so it counts as a write unless
     /// it is read when it runs: a D1 statement built by a helper, passed in or kept in a
-    /// field tells its SQL then, and so do the statements of an awaited `batch` of a list
+    /// field tells its SQL then, and so do the statements of a `batch` of a list
     /// collected elsewhere; a statement of a type that cannot tell its SQL does not.
     Unseen,
     /// A `read_only` attempt ran SQL that may write, before the failure: never retried.
