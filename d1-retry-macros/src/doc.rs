@@ -15,10 +15,18 @@ pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
             } else {
                 "running the body twice is declared safe"
             };
+            // What stops a `read_only` body from running again, as the attempt learns it.
+            let unless = if read_only {
+                " An attempt that ran SQL that may write is not run again: dynamic SQL, a \
+                 statement or a batch's list made out of sight (read when it runs), or a \
+                 nested call that may have written."
+            } else {
+                ""
+            };
             format!(
                 "\n\n**Retries** (`#[d1_retry({option})]`): the whole body is run again after \
                  any transient D1 failure ({why}), {retries} in all; D1 calls inside it do \
-                 not retry on their own."
+                 not retry on their own.{unless}"
             )
         }
         Mode::PerCall => {
@@ -169,7 +177,9 @@ mod tests {
             "{read_only}"
         );
         assert!(read_only.contains("the function only reads"));
+        assert!(read_only.contains("made out of sight (read when it runs)"));
         let idempotent = paragraph(&found, Mode::WholeBody { read_only: false }, "2 retries");
+        assert!(!idempotent.contains("not run again"), "{idempotent}");
         assert!(
             idempotent.contains("`#[d1_retry(idempotent)]`"),
             "{idempotent}"
