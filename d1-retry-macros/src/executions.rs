@@ -999,18 +999,9 @@ impl Finder<'_> {
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
         // Where it is `Unseen`, the runtime judges a statement by the SQL it holds, read
         // where the execution begins (`Retrying::access`); a batch's list out of sight, by
-        // the SQL of every statement in it (`batch_sql.rs`, the traits imported in a block
-        // of their own so that no other call of the body is checked against them). The list
-        // is the batch's only SQL.
-        let list_access = |list: TokenStream| {
-            quote_spanned! {span=>
-                {
-                    #[allow(unused_imports)]
-                    use #private::{ViaD1Statements as _, ViaOtherStatements as _};
-                    (&&#private::HeldBatch(&#list)).d1_batch_access()
-                }
-            }
-        };
+        // the SQL of every statement in it (`held_batch_access`). The list is the batch's
+        // only SQL.
+        let list_access = |list: TokenStream| held_batch_access(private, &list, span);
         let listed = Ident::new("__d1_retry_listed", Span::mixed_site());
         let access = if held_list && awaited {
             list_access(kept.to_token_stream())
@@ -1248,16 +1239,10 @@ impl Finder<'_> {
         let attempt = &self.names.attempt;
         let span = list.span();
         let held = Ident::new("__d1_retry_list", Span::mixed_site());
+        let access = held_batch_access(private, &held.to_token_stream(), span);
         *list = Expr::Verbatim(quote_spanned! {span=>
             match #list {
-                #held => (
-                    {
-                        #[allow(unused_imports)]
-                        use #private::{ViaD1Statements as _, ViaOtherStatements as _};
-                        #attempt.observe_held((&&#private::HeldBatch(&#held)).d1_batch_access())
-                    },
-                    #held,
-                ).1
+                #held => (#attempt.observe_held(#access), #held).1
             }
         });
     }
@@ -1787,6 +1772,19 @@ fn with_checks(body: TokenStream, checks: &[(Ident, TokenStream)], span: Span) -
     quote_spanned! {span=>
         match (#(#probes,)*) {
             (#(#locals,)*) => #body
+        }
+    }
+}
+
+/// The `Access` of the statements a `batch`'s list holds, read when it runs
+/// (`batch_sql.rs`): the probe's traits imported in a block of their own, so that no other
+/// call of the body is checked against them.
+fn held_batch_access(private: &TokenStream, list: &TokenStream, span: Span) -> TokenStream {
+    quote_spanned! {span=>
+        {
+            #[allow(unused_imports)]
+            use #private::{ViaD1Statements as _, ViaOtherStatements as _};
+            (&&#private::HeldBatch(&#list)).d1_batch_access()
         }
     }
 }
