@@ -11,7 +11,9 @@
 //! show the write ran once, and that a statement out of sight that reads keeps the body
 //! retried.
 
-use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Message, Timing};
+use core::pin::Pin;
+
+use d1_retry::testing::{D1Database, D1PreparedStatement, D1Result, Error, Message, Timing};
 use d1_retry::{RetryPolicy, d1_retry};
 use test_support::{calls_with, count, fail_once, orders_and_audit};
 
@@ -143,9 +145,15 @@ enum Shape {
     Joined,
     /// An element of an array of futures.
     Element,
+    /// In an `async move` block that owns all it holds, as a task's future must.
+    Owning,
+    /// Through a closure made into a `fn` pointer, which can capture nothing.
+    FnPointer,
+    /// In an `async move` block a closure returns.
+    Closure,
 }
 
-const SHAPES: [Shape; 9] = [
+const SHAPES: [Shape; 12] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -155,7 +163,13 @@ const SHAPES: [Shape; 9] = [
     Shape::Looped,
     Shape::Joined,
     Shape::Element,
+    Shape::Owning,
+    Shape::FnPointer,
+    Shape::Closure,
 ];
+
+/// What a statement's `run` returns, boxed, for a `fn` pointer to name.
+type Running<'s> = Pin<Box<dyn Future<Output = Result<D1Result, Error>> + 's>>;
 
 /// A repository that keeps a prepared statement, as a Worker that prepares once may.
 struct Kept {
@@ -209,6 +223,19 @@ impl Kept {
                 let [pending] = [stmt.run()];
                 pending.await?;
             }
+            Shape::Owning => {
+                let owned = stmt.clone();
+                owning(async move { owned.run().await }).await?;
+            }
+            Shape::FnPointer => {
+                let run: for<'s> fn(&'s D1PreparedStatement) -> Running<'s> =
+                    |statement| Box::pin(statement.run());
+                run(stmt).await?;
+            }
+            Shape::Closure => {
+                let run = |statement: D1PreparedStatement| async move { statement.run().await };
+                run(stmt.clone()).await?;
+            }
         }
         orders(&self.db).await
     }
@@ -225,6 +252,15 @@ impl Kept {
             | Shape::Element => {
                 let stmt = &self.statement;
                 stmt.run().await?;
+            }
+            Shape::Owning | Shape::Closure => {
+                let owned = self.statement.clone();
+                owning(async move { owned.run().await }).await?;
+            }
+            Shape::FnPointer => {
+                let run: for<'s> fn(&'s D1PreparedStatement) -> Running<'s> =
+                    |statement| Box::pin(statement.run());
+                run(&self.statement).await?;
             }
             Shape::Field | Shape::Indexed => {
                 self.statement.run().await?;
@@ -333,10 +369,9 @@ fn owning<F: Future + 'static>(future: F) -> F {
     future
 }
 
-/// A `read_only` body that runs a statement in an `async move` block which must be
-/// `'static` (a task it would spawn): the block cannot borrow the attempt, so the statement
-/// is not observed there (the README's "a task spawned from the attempt escapes that
-/// scope"), and the function compiles as written.
+/// A `read_only` body that reads in an `async move` block which must be `'static` (a task
+/// it would spawn): the block cannot borrow the attempt, so it counts what it runs on the
+/// thread, and the function compiles as written; a read keeps the body retried.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn count_in_an_owning_block(held: &D1PreparedStatement) -> Result<i64, Error> {
     let stmt = held.clone();
@@ -392,4 +427,31 @@ async fn a_batch_out_of_sight_is_read_as_what_its_statements_hold() {
         assert_eq!(batch_then_count(&db, list, BATCH_READ).await.unwrap(), 0);
         assert_eq!(calls_with(&db, READ), 2, "passed: {passed}");
     }
+}
+
+/// A `read_only` body that runs a batch of a list it was handed in an `async move` block
+/// that owns all it holds, as a task's future must.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn batch_in_an_owning_block(
+    db: &D1Database,
+    list: &[D1PreparedStatement],
+) -> Result<i64, Error> {
+    let (owned, list) = (db.clone(), list.to_vec());
+    owning(async move { owned.batch(list).await }).await?;
+    orders(db).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_batch_in_an_owning_block_is_read_as_what_its_statements_hold() {
+    let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+    let list = [db.prepare("INSERT INTO orders (item) VALUES ('owned')")];
+    assert!(batch_in_an_owning_block(&db, &list).await.is_err());
+    assert_eq!(calls_with(&db, INSERT), 1);
+    assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+
+    let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+    let list = [db.prepare("SELECT 5")];
+    assert_eq!(batch_in_an_owning_block(&db, &list).await.unwrap(), 0);
+    assert_eq!(calls_with(&db, READ), 2);
+    assert_eq!(calls_with(&db, "SELECT 5"), 2);
 }

@@ -211,7 +211,7 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
         probes_errors: false,
         observes_held: false,
         in_foreign_macro: false,
-        in_move_capture: false,
+        beyond_attempt: false,
     };
     finder.visit_body(block);
     Found {
@@ -455,9 +455,10 @@ struct Finder<'a> {
     /// [`EXPRESSION_MACROS`]): its tokens may be matched as they are written, so nothing is
     /// rewritten there but the SQL `read_only` must judge.
     in_foreign_macro: bool,
-    /// Inside an `async move` block or a `move` closure, which may have to be `'static` (a
-    /// spawned task): a `read_only` body's observation would borrow its attempt there.
-    in_move_capture: bool,
+    /// Inside an `async` block or a closure, which may have to own all it holds (a spawned
+    /// task's future) or become a `fn` pointer: a `read_only` body's observation there does
+    /// not borrow the attempt's record, it counts on the thread ([`Finder::observed`]).
+    beyond_attempt: bool,
 }
 
 /// The statements an execution runs, and the dynamic SQL to scan on the way.
@@ -1216,11 +1217,23 @@ impl Finder<'_> {
     }
 
     /// Whether SQL out of sight can be observed here: in a `read_only` body, outside a
-    /// foreign macro's tokens and a `move` block or closure.
+    /// foreign macro's tokens, which are not rewritten.
     fn observing(&self) -> bool {
-        self.mode == (Mode::WholeBody { read_only: true })
-            && !self.in_foreign_macro
-            && !self.in_move_capture
+        self.mode == (Mode::WholeBody { read_only: true }) && !self.in_foreign_macro
+    }
+
+    /// How an observation here hands the attempt an `Access`: through its record, borrowed,
+    /// in the body itself; in an `async` block or a closure, which must not gain a borrow
+    /// (it may have to own all it holds, or become a `fn` pointer), through the count of
+    /// writes on the thread (`scope::record_held`), which the attempt reads after each poll.
+    fn observe_access(&self, access: TokenStream, span: Span) -> TokenStream {
+        let private = &self.names.private;
+        if self.beyond_attempt {
+            quote_spanned!(span=> #private::record_held(#access))
+        } else {
+            let attempt = &self.names.attempt;
+            quote_spanned!(span=> #attempt.observe_held(#access))
+        }
     }
 
     /// In a `read_only` body, a `batch` whose list is not written out of statements made in
@@ -1236,13 +1249,13 @@ impl Finder<'_> {
             return;
         }
         let private = &self.names.private;
-        let attempt = &self.names.attempt;
         let span = list.span();
         let held = Ident::new("__d1_retry_list", Span::mixed_site());
         let access = held_batch_access(private, &held.to_token_stream(), span);
+        let observe = self.observe_access(access, span);
         *list = Expr::Verbatim(quote_spanned! {span=>
             match #list {
-                #held => (#attempt.observe_held(#access), #held).1
+                #held => (#observe, #held).1
             }
         });
     }
@@ -1287,7 +1300,8 @@ impl Finder<'_> {
 
     /// A `read_only` body's execution of a statement made out of sight, with the
     /// attempt told what its SQL is first (`Retrying::observe`, nothing on a receiver that
-    /// is not D1's). The receiver is evaluated once, as written: a variable or a field is
+    /// is not D1's; `observe_unborrowed` in an `async` block or a closure, see
+    /// [`observe_access`](Self::observe_access)). The receiver is evaluated once, as written: a variable or a field is
     /// read in place twice (the observation borrows it, then the call as written); a place
     /// reached through an index, a deref or a call is borrowed once for both; a value is
     /// moved through the observation to the call. Where the receiver allows, the
@@ -1301,9 +1315,13 @@ impl Finder<'_> {
         let span = call.method.span();
         let whole = call.span();
         let own = own_call(private, &call.method.to_string(), span);
+        let beyond = self.beyond_attempt;
         let observe = |receiver: &TokenStream| {
-            quote_spanned! {span=>
-                (&&#private::Receiver::of(&#receiver)).d1_site().observe(#attempt, &#receiver, #own)
+            let site = quote_spanned!(span=> (&&#private::Receiver::of(&#receiver)).d1_site());
+            if beyond {
+                quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own))
+            } else {
+                quote_spanned!(span=> #site.observe(#attempt, &#receiver, #own))
             }
         };
         let awaiting = awaited.then(|| quote_spanned!(whole=> .await));
@@ -1647,12 +1665,11 @@ impl VisitMut for Finder<'_> {
                 // returned, or pushed into a `Vec` the caller lent).
                 let outer = core::mem::replace(&mut self.in_move_closure, false);
                 let returned = core::mem::replace(&mut self.in_return_position, false);
-                let captures = self.in_move_capture;
-                self.in_move_capture |= block.capture.is_some();
+                let beyond = core::mem::replace(&mut self.beyond_attempt, true);
                 visit_mut::visit_expr_async_mut(self, block);
                 self.in_move_closure = outer;
                 self.in_return_position = returned;
-                self.in_move_capture = captures;
+                self.beyond_attempt = beyond;
                 if self.executions[before..].iter().any(|e| e.rewritten) {
                     let call = &self.names.call;
                     let init = &self.names.call_init;
@@ -1670,11 +1687,10 @@ impl VisitMut for Finder<'_> {
                     outer || closure.capture.is_some()
                 };
                 let before = self.executions.len();
-                let captures = self.in_move_capture;
-                self.in_move_capture |= closure.capture.is_some();
+                let beyond = core::mem::replace(&mut self.beyond_attempt, true);
                 visit_mut::visit_expr_closure_mut(self, closure);
                 self.in_move_closure = outer;
-                self.in_move_capture = captures;
+                self.beyond_attempt = beyond;
                 if closure.capture.is_some()
                     && closure.asyncness.is_some()
                     && self.executions[before..].iter().any(|e| e.rewritten)
@@ -3132,6 +3148,7 @@ mod tests {
         let observed = |body: &str| {
             let (_, body) = found_in(body, read_only, &[]);
             body.matches("d1_site () . observe (").count()
+                + body.matches("d1_site () . observe_unborrowed (").count()
         };
         // Made in sight: a `prepare` chain, a name bound once to one, `D1Database::prepare`.
         assert_eq!(
@@ -3203,7 +3220,7 @@ mod tests {
             batches("{ let s = db.prepare(SQL); db.batch([s.clone()]).await }"),
             0
         );
-        assert_eq!(batches("{ spawn(async move { db.batch(list).await }) }"), 0);
+        assert_eq!(batches("{ spawn(async move { db.batch(list).await }) }"), 1);
         assert_eq!(
             batches(r#"{ db.batch((vec![db.prepare("SELECT 1")])).await }"#),
             0
@@ -3214,10 +3231,44 @@ mod tests {
         );
         let (_, body) = found_in("{ db.batch(list).await }", Mode::PerCall, &[]);
         assert!(!body.contains("__d1_retry_list"), "{body}");
-        // A `move` block or closure may have to be `'static`: it cannot borrow the attempt.
-        assert_eq!(observed("{ async { stmt.run().await }.await }"), 1);
-        assert_eq!(observed("{ spawn(async move { stmt.run().await }) }"), 0);
-        assert_eq!(observed("{ spawn(move || stmt.run()) }"), 0);
+        // An `async` block or a closure may have to own all it holds, or become a `fn`
+        // pointer: it must not borrow the attempt's record, so it counts on the thread.
+        let borrowing = |body: &str| {
+            let (_, body) = found_in(body, read_only, &[]);
+            (
+                body.matches("d1_site () . observe (").count(),
+                body.matches("d1_site () . observe_unborrowed (").count(),
+                body.matches("observe_held (").count(),
+                body.matches("record_held (").count(),
+            )
+        };
+        assert_eq!(borrowing("{ stmt.run().await }"), (1, 0, 0, 0));
+        assert_eq!(
+            borrowing("{ async { stmt.run().await }.await }"),
+            (0, 1, 0, 0)
+        );
+        assert_eq!(
+            borrowing("{ spawn(async move { stmt.run().await }) }"),
+            (0, 1, 0, 0)
+        );
+        assert_eq!(borrowing("{ spawn(move || stmt.run()) }"), (0, 1, 0, 0));
+        assert_eq!(
+            borrowing("{ let f = |s| s.run(); f(stmt).await }"),
+            (0, 1, 0, 0)
+        );
+        assert_eq!(
+            borrowing("{ stmt.run().await; (|| stmt.run())().await }"),
+            (1, 1, 0, 0)
+        );
+        assert_eq!(borrowing("{ db.batch(list).await }"), (0, 0, 1, 0));
+        assert_eq!(
+            borrowing("{ spawn(async move { db.batch(list).await }) }"),
+            (0, 0, 0, 1)
+        );
+        assert_eq!(
+            borrowing("{ (|list| async move { db.batch(list).await })(l).await }"),
+            (0, 0, 0, 1)
+        );
         // Not a statement's execution, or not `read_only`.
         assert_eq!(
             observed("{ db.batch(statements).await; db.exec(sql).await }"),

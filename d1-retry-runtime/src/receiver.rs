@@ -454,12 +454,31 @@ impl Retrying {
             attempt.observe_held(crate::statement_sql::read(receiver));
         }
     }
+
+    /// [`observe`](Self::observe) where the attempt's record cannot be borrowed: in an
+    /// `async move` block or a closure of a `read_only` body, which may have to own all it
+    /// holds (a task's future) or become a `fn` pointer. A statement that may write, or
+    /// whose SQL cannot be read, is counted as a write made on this thread
+    /// ([`scope::record_held`](crate::scope::record_held)), which the attempt reads after
+    /// each of its polls, as it reads a nested call's write: run while the body is polled,
+    /// it keeps the attempt from running again; run by a task spawned from it, it escapes,
+    /// as the task escapes the attempt.
+    #[inline(always)]
+    pub fn observe_unborrowed<R: D1Receiver + ?Sized, C: D1Call>(self, receiver: &R, _call: C) {
+        if const { R::D1_CALLS.has(C::CALL) } {
+            crate::scope::record_held(crate::statement_sql::read(receiver));
+        }
+    }
 }
 
 impl Plain {
     /// A call on a receiver that is not D1's: nothing for a `read_only` attempt to learn.
     #[inline(always)]
     pub fn observe<R: ?Sized, C>(self, _attempt: &Attempt<'_>, _receiver: &R, _call: C) {}
+
+    /// Nothing to learn either (see [`observe`](Self::observe)).
+    #[inline(always)]
+    pub fn observe_unborrowed<R: ?Sized, C>(self, _receiver: &R, _call: C) {}
 
     /// Nothing read: a call on this receiver is made once, as written, whatever its
     /// access.
@@ -858,6 +877,33 @@ mod tests {
         assert_eq!(writes(&|a| a.observe_held(Access::ReadOnly)), 0);
         assert_eq!(writes(&|a| a.observe_held(Access::Write)), 1);
         assert_eq!(writes(&|a| a.observe_held(Access::Unseen)), 1);
+
+        // Where the record cannot be borrowed, the same verdicts, counted on the thread.
+        let counted = |observe: &dyn Fn()| {
+            let before = crate::scope::writes();
+            observe();
+            crate::scope::writes().wrapping_sub(before)
+        };
+        assert_eq!(
+            counted(&|| Retrying.observe_unborrowed(&read, calls::Run)),
+            0
+        );
+        assert_eq!(
+            counted(&|| Retrying.observe_unborrowed(&write, calls::Run)),
+            1
+        );
+        assert_eq!(
+            counted(&|| Retrying.observe_unborrowed(&unreadable, calls::All)),
+            1
+        );
+        assert_eq!(
+            counted(&|| Retrying.observe_unborrowed(&write, calls::Batch)),
+            0
+        );
+        assert_eq!(counted(&|| Plain.observe_unborrowed(&write, calls::Run)), 0);
+        assert_eq!(counted(&|| crate::scope::record_held(Access::ReadOnly)), 0);
+        assert_eq!(counted(&|| crate::scope::record_held(Access::Write)), 1);
+        assert_eq!(counted(&|| crate::scope::record_held(Access::Unseen)), 1);
     }
 
     /// A probed `prepare` receiver's verdict: read-only adds nothing, out of sight stays out

@@ -28,6 +28,8 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::cell::Cell;
 
+use crate::decide::Access;
+
 /// The attempts being polled on this thread, as far as the D1 calls inside need to know.
 #[derive(Clone, Copy)]
 struct Scopes {
@@ -93,6 +95,17 @@ pub(crate) fn record_write() {
         writes: scopes.writes.wrapping_add(1),
         ..scopes
     });
+}
+
+/// A statement a `read_only` body ran where it could not borrow its attempt's record (an
+/// `async move` block, a closure), judged by the SQL it holds (`access`): unless it reads,
+/// it counts as a write made ([`record_write`]), which the attempt polling it reads as a
+/// nested call's write. Counted before it runs, as the record counts dynamic SQL: once
+/// made, it may have written.
+pub fn record_held(access: Access) {
+    if access != Access::ReadOnly {
+        record_write();
+    }
 }
 
 /// A [`Retry`](crate::Retry)'s attempt, polled inside the scope and, when it may write,

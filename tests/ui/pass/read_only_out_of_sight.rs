@@ -1,17 +1,29 @@
 //! A `read_only` body's executions of statements it did not make in sight are observed
 //! where they run (the attempt reads the SQL they hold), in every receiver shape, and the
 //! code compiles as written: a parameter, a field, a guard's value, an index, a deref, a
-//! stored future, futures made in a closure, a `batch` of a list collected elsewhere; and
-//! calls named like executions on values that are not D1's (`slice.first()`).
+//! stored future, futures made in a closure, a `batch` of a list collected elsewhere, a
+//! closure made into a `fn` pointer and an `async move` block that must own all it holds
+//! (neither may borrow the attempt); and calls named like executions on values that are not
+//! D1's (`slice.first()`).
 #![deny(warnings)]
 
 use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
 
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]
 mod db;
 use db::{Db, DbError, Statement, block_on};
+
+/// A statement's `run`, boxed, for a `fn` pointer to name.
+type Running<'s> = Pin<Box<dyn Future<Output = Result<u64, DbError>> + 's>>;
+
+/// Hands back a future that must own all it holds, as a spawned task's must.
+fn owning<F: Future + 'static>(future: F) -> F {
+    future
+}
 
 struct Repo {
     db: Db,
@@ -39,6 +51,14 @@ impl Repo {
             run.await?;
         }
         self.db.batch(self.list.clone()).await?;
+        let run: for<'s> fn(&'s Statement) -> Running<'s> = |s| Box::pin(s.run());
+        run(passed).await?;
+        let (owned, list) = (passed.clone(), self.list.clone());
+        owning(async move {
+            owned.run().await?;
+            Db.batch(list).await
+        })
+        .await?;
         Ok(first + last)
     }
 }
