@@ -579,3 +579,48 @@ async fn a_write_that_may_have_run_is_logged_as_not_retried() {
         "{text}"
     );
 }
+
+/// Two reads through an `async` closure: without `move`, the closure runs within the
+/// function's schedule, so its calls share the function's four retries.
+#[d1_retry(policy = NO_BUDGET)]
+async fn through_an_async_closure(db: &FakeDb) -> Result<u64, DbError> {
+    let read = async |sql: &'static str| db.prepare(sql).run().await;
+    let _ = read("SELECT 1").await;
+    read("SELECT 2").await
+}
+
+/// The same through an `async move` closure: each call of it has a schedule of its own,
+/// as an `async move` block does.
+#[d1_retry(policy = NO_BUDGET)]
+async fn through_an_async_move_closure(db: &FakeDb) -> Result<u64, DbError> {
+    let read = async move |sql: &'static str| db.prepare(sql).run().await;
+    let _ = read("SELECT 1").await;
+    read("SELECT 2").await
+}
+
+/// A future of an execution kept in an `async` closure, then awaited: retried where it was
+/// made, as in the body.
+#[d1_retry(policy = NO_BUDGET)]
+async fn stored_in_an_async_closure(db: &FakeDb) -> Result<u64, DbError> {
+    let stmt = db.prepare("SELECT 1");
+    let run = async || {
+        let pending = stmt.run();
+        pending.await
+    };
+    run().await
+}
+
+#[tokio::test(start_paused = true)]
+async fn async_closures_share_the_function_s_schedule_unless_move() {
+    let db = FakeDb::failing(&[NOT_REACHED; 12]);
+    assert!(through_an_async_closure(&db).await.is_err());
+    assert_eq!(db.calls(), 5 + 1, "the second read has no retry left");
+
+    let db = FakeDb::failing(&[NOT_REACHED; 12]);
+    assert!(through_an_async_move_closure(&db).await.is_err());
+    assert_eq!(db.calls(), 5 + 5, "each call has its own schedule");
+
+    let db = FakeDb::failing(&[NOT_REACHED, NOT_REACHED]);
+    assert_eq!(stored_in_an_async_closure(&db).await, Ok(1));
+    assert_eq!(db.calls(), 3);
+}

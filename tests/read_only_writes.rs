@@ -455,3 +455,43 @@ async fn a_batch_in_an_owning_block_is_read_as_what_its_statements_hold() {
     assert_eq!(calls_with(&db, READ), 2);
     assert_eq!(calls_with(&db, "SELECT 5"), 2);
 }
+
+/// What a closure made into a `fn` pointer hands back for `exec`.
+type Executing = Pin<Box<dyn Future<Output = Result<(), Error>>>>;
+
+/// A `read_only` body that runs dynamic SQL where it cannot borrow its attempt: handed to
+/// `prepare` in an `async move` block that owns all it holds, or to `exec` through a
+/// closure made into a `fn` pointer.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn dynamic_beyond_the_attempt(db: &D1Database, sql: &str, exec: bool) -> Result<i64, Error> {
+    if exec {
+        let run: fn(&D1Database, &str) -> Executing = |db, sql| {
+            let (db, sql) = (db.clone(), sql.to_owned());
+            Box::pin(async move { db.exec(&sql).await.map(drop) })
+        };
+        run(db, sql).await?;
+    } else {
+        let (owned, sql) = (db.clone(), sql.to_owned());
+        owning(async move { owned.prepare(&sql).run().await }).await?;
+    }
+    orders(db).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn dynamic_sql_beyond_the_attempt_is_judged_as_it_runs() {
+    for exec in [false, true] {
+        let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+        let write = "INSERT INTO orders (item) VALUES ('dynamic')";
+        assert!(dynamic_beyond_the_attempt(&db, write, exec).await.is_err());
+        assert_eq!(calls_with(&db, INSERT), 1, "exec: {exec}");
+        assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+
+        let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+        let read = "SELECT 6";
+        assert_eq!(
+            dynamic_beyond_the_attempt(&db, read, exec).await.unwrap(),
+            0
+        );
+        assert_eq!(calls_with(&db, read), 2, "exec: {exec}");
+    }
+}

@@ -203,6 +203,7 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
         bindings,
         statements: HashMap::new(),
         sighted: HashSet::new(),
+        pending: HashSet::new(),
         executions: Vec::new(),
         all_sql: Vec::new(),
         in_move_closure: false,
@@ -441,6 +442,9 @@ struct Finder<'a> {
     /// In a `read_only` body, the names bound once to a statement made in sight
     /// ([`Finder::made_in_sight`]).
     sighted: HashSet<String>,
+    /// The names bound once to an execution's future (`let pending = stmt.first(None);`):
+    /// `pending.await` awaits that future, not a statement ([`Finder::awaited_statement`]).
+    pending: HashSet<String>,
     executions: Vec<Execution>,
     all_sql: Vec<Sql>,
     in_move_closure: bool,
@@ -830,9 +834,17 @@ impl Finder<'_> {
                 }
             },
             (Sql::Dynamic, Mode::WholeBody { read_only: true }) => {
-                let attempt = &self.names.attempt;
-                let observe = handed.recorder("observe", span);
-                *sql = Expr::Verbatim(scanned(private, sql, &quote!(#attempt.#observe), span));
+                // Where the attempt's record cannot be borrowed, counted on the thread (see
+                // `observe_access`).
+                let record = if self.beyond_attempt {
+                    let record = handed.recorder("record_sql", span);
+                    quote!(#private::#record)
+                } else {
+                    let attempt = &self.names.attempt;
+                    let observe = handed.recorder("observe", span);
+                    quote!(#attempt.#observe)
+                };
+                *sql = Expr::Verbatim(scanned(private, sql, &record, span));
             }
             (Sql::Const(expr, handed), Mode::WholeBody { read_only: true }) => {
                 let message = READ_ONLY_CONST_WRITE;
@@ -1382,7 +1394,7 @@ impl Finder<'_> {
 
     /// `statement.await`: the statement is `IntoFuture`, and a retry awaits a clone.
     fn awaited_statement(&mut self, base: &mut Expr) -> Option<TokenStream> {
-        if self.mode != Mode::PerCall || !statement_like(base) {
+        if self.mode != Mode::PerCall || !statement_like(base) || self.awaits_pending(base) {
             return None;
         }
         let slot = self.fresh_slot("await");
@@ -1433,6 +1445,18 @@ impl Finder<'_> {
         };
         let body = self.with_slot(body, &slot, statements.scans);
         Some(with_checks(body, &statements.checks, span))
+    }
+
+    /// Whether `base` names an execution's future ([`Finder::pending`]), bound once: its
+    /// `.await` is left as written, and not listed. The execution was, where it was made.
+    fn awaits_pending(&self, base: &Expr) -> bool {
+        let Expr::Path(path) = strip_parens(base) else {
+            return false;
+        };
+        path.qself.is_none()
+            && path.path.get_ident().is_some_and(|ident| {
+                self.bindings.unique(ident) && self.pending.contains(&name(ident))
+            })
     }
 
     /// The loop's `begin` and `attempt` methods, and what `attempt` is given besides the
@@ -1584,6 +1608,9 @@ impl Finder<'_> {
                 continue;
             }
             if let Stmt::Local(local) = &mut stmt {
+                if let Some(name) = pending_binding(local) {
+                    self.pending.insert(name);
+                }
                 // The initialiser first: executions inside it are its own.
                 if let Some(init) = &mut local.init {
                     self.visit_expr_mut(&mut init.expr);
@@ -1765,6 +1792,23 @@ impl Finder<'_> {
             *element = Expr::Verbatim(self.observed(&call, false));
         }
     }
+}
+
+/// `let name = <an execution, not awaited>;`: the name a future of it is bound to. A
+/// `mut` or typed binding counts too: the value is a future either way.
+fn pending_binding(local: &Local) -> Option<String> {
+    let pat = match &local.pat {
+        Pat::Type(typed) => &*typed.pat,
+        pat => pat,
+    };
+    let (Pat::Ident(ident), Some(init)) = (pat, &local.init) else {
+        return None;
+    };
+    let Expr::MethodCall(call) = strip_parens(&init.expr) else {
+        return None;
+    };
+    (ident.subpat.is_none() && init.diverge.is_none() && is_execution(call))
+        .then(|| name(&ident.ident))
 }
 
 /// The value of a block that has nothing but its value (`{ db.prepare(A) }`).
@@ -3140,6 +3184,29 @@ mod tests {
         assert_eq!(found, ["run as written "]);
         assert!(body.contains("attempt . observe"), "{body}");
         assert!(!body.contains("d1_site"), "{body}");
+
+        // In an `async` block or a closure, the record is not borrowed: the thread counts.
+        let recorded = |body: &str| {
+            let (_, body) = found_in(body, Mode::WholeBody { read_only: true }, &[]);
+            [
+                "attempt . observe_prepared (",
+                "attempt . observe (",
+                "record_sql_prepared (",
+                "record_sql (",
+            ]
+            .map(|call| body.matches(call).count())
+        };
+        assert_eq!(recorded("{ db.prepare(sql).run().await }"), [1, 0, 0, 0]);
+        assert_eq!(recorded("{ db.exec(sql).await }"), [0, 1, 0, 0]);
+        assert_eq!(
+            recorded("{ spawn(async move { db.prepare(sql).run().await }) }"),
+            [0, 0, 1, 0]
+        );
+        assert_eq!(recorded("{ (|| db.exec(sql))().await }"), [0, 0, 0, 1]);
+        assert_eq!(
+            recorded("{ let f = |s| async { db.exec(s).await }; db.exec(sql).await }"),
+            [0, 1, 0, 1]
+        );
     }
 
     #[test]
@@ -3370,6 +3437,33 @@ mod tests {
             let own = code.find("let call = & CALL ;").expect(&code);
             assert!(own < code.find("d1_site").expect(&code), "{code}");
         }
+    }
+
+    /// A name bound once to an execution's future is awaited as it is: the execution was
+    /// retried where it was made, and the future is not a statement.
+    #[test]
+    fn an_execution_s_future_is_awaited_as_it_is() {
+        assert_eq!(
+            per_call("{ let pending = stmt.first(None); pending.await }"),
+            ["first retried unseen"]
+        );
+        assert_eq!(
+            per_call("{ let mut pending: F = (stmt.run()); (pending).await }"),
+            ["run retried unseen"]
+        );
+        // A statement, or a name bound again, is still awaited as a statement.
+        assert_eq!(
+            per_call("{ let s = stmt.bind(&[])?; s.await }"),
+            [".await retried unseen"]
+        );
+        assert_eq!(
+            per_call("{ let p = stmt.run(); let p = other; p.await }"),
+            ["run retried unseen", ".await retried unseen"]
+        );
+        assert_eq!(
+            per_call("{ let p = stmt.run().await; p.await }"),
+            ["run retried unseen", ".await retried unseen"]
+        );
     }
 
     #[test]

@@ -72,8 +72,9 @@ impl Handed {
         Ident::new(name, span)
     }
 
-    /// The method of the run-time record (`SqlSlot::scan*`, `Attempt::observe*`) that
-    /// judges dynamic SQL handed here, named at `span`.
+    /// The method of the run-time record (`SqlSlot::scan*`, `Attempt::observe*`, or the
+    /// function `record_sql*` where the record cannot be borrowed) that judges dynamic SQL
+    /// handed here, named at `span`.
     pub(crate) fn recorder(self, base: &str, span: Span) -> Ident {
         let name = match self {
             Handed::Prepare => format!("{base}_prepared"),

@@ -17,7 +17,7 @@ pub use crate::receiver::{
     D1Call, D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
     Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, probed,
 };
-pub use crate::scope::{nested, record_held, scoped};
+pub use crate::scope::{nested, record_held, record_sql, record_sql_prepared, scoped};
 pub use crate::timed_execution::{TimedAttempting, TimedExecution};
 pub use crate::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,

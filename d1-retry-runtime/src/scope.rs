@@ -29,6 +29,7 @@ use core::task::{Context, Poll};
 use std::cell::Cell;
 
 use crate::decide::Access;
+use crate::read_only::{is_read_only, is_read_only_prepared};
 
 /// The attempts being polled on this thread, as far as the D1 calls inside need to know.
 #[derive(Clone, Copy)]
@@ -98,12 +99,29 @@ pub(crate) fn record_write() {
 }
 
 /// A statement a `read_only` body ran where it could not borrow its attempt's record (an
-/// `async move` block, a closure), judged by the SQL it holds (`access`): unless it reads,
-/// it counts as a write made ([`record_write`]), which the attempt polling it reads as a
-/// nested call's write. Counted before it runs, as the record counts dynamic SQL: once
+/// `async` block, a closure), judged by the SQL it holds (`access`): unless it reads, it
+/// counts as a write made (`record_write`), which the attempt polling it reads as a nested
+/// call's write. Counted before it runs, as the record counts dynamic SQL: once
 /// made, it may have written.
 pub fn record_held(access: Access) {
     if access != Access::ReadOnly {
+        record_write();
+    }
+}
+
+/// Dynamic SQL a `read_only` body hands to `exec` where it could not borrow its attempt's
+/// record (as for [`record_held`]): unless it is read-only text, it counts as a write made.
+/// The attempt's own record ([`Attempt::observe`](crate::driver::Attempt::observe)) judges
+/// the same way, and also logs the SQL, which needs the function's name.
+pub fn record_sql(sql: Option<&str>) {
+    if !sql.is_some_and(is_read_only) {
+        record_write();
+    }
+}
+
+/// [`record_sql`] for SQL handed to `prepare`, which D1 sends to SQLite whole.
+pub fn record_sql_prepared(sql: Option<&str>) {
+    if !sql.is_some_and(is_read_only_prepared) {
         record_write();
     }
 }
@@ -228,6 +246,27 @@ mod tests {
         future
             .as_mut()
             .poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    /// Dynamic SQL judged where the attempt's record cannot be borrowed: anything but
+    /// read-only text counts one write on the thread, `exec`'s by line, `prepare`'s whole.
+    #[test]
+    fn dynamic_sql_out_of_the_record_s_reach_counts_its_writes() {
+        let counted = |record: &dyn Fn()| {
+            let before = writes();
+            record();
+            writes().wrapping_sub(before)
+        };
+        assert_eq!(counted(&|| record_sql(Some("SELECT 1"))), 0);
+        assert_eq!(counted(&|| record_sql(Some("DELETE FROM t"))), 1);
+        assert_eq!(counted(&|| record_sql(None)), 1);
+        assert_eq!(counted(&|| record_sql_prepared(Some("SELECT 1"))), 0);
+        assert_eq!(counted(&|| record_sql_prepared(Some("VACUUM"))), 1);
+        assert_eq!(counted(&|| record_sql_prepared(None)), 1);
+        // A string over two lines: one text to `prepare`, two lines to `exec`.
+        let two_lines = "SELECT 'a\nb'";
+        assert_eq!(counted(&|| record_sql_prepared(Some(two_lines))), 0);
+        assert_eq!(counted(&|| record_sql(Some(two_lines))), 1);
     }
 
     #[test]
