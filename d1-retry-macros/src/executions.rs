@@ -1312,14 +1312,14 @@ impl Finder<'_> {
 
     /// A `read_only` body's execution of a statement made out of sight, with the
     /// attempt told what its SQL is first (`Retrying::observe`, nothing on a receiver that
-    /// is not D1's; `observe_unborrowed` in an `async` block or a closure, see
-    /// [`observe_access`](Self::observe_access)). The receiver is evaluated once, as written: a variable or a field is
-    /// read in place twice (the observation borrows it, then the call as written); a place
-    /// reached through an index, a deref or a call is borrowed once for both; a value is
-    /// moved through the observation to the call. Where the receiver allows, the
-    /// observation and the call are one tuple, not a block or a `match` arm, so that the
-    /// call's temporaries live as long as they did; a place borrowed by a `match` is awaited
-    /// in its arm, with the temporaries.
+    /// is not D1's; `observe_unborrowed` in an `async` block or a closure, for the reason
+    /// [`observe_access`](Self::observe_access) gives). The receiver is evaluated once, as
+    /// written: a variable or a field is read in place twice (the observation borrows it,
+    /// then the call as written); a place reached through an index, a deref or a call is
+    /// borrowed once for both; a value is moved through the observation to the call. Where
+    /// the receiver allows, the observation and the call are one tuple, not a block or a
+    /// `match` arm, so that the call's temporaries live as long as they did; a place
+    /// borrowed by a `match` is awaited in its arm, with the temporaries.
     fn observed(&mut self, call: &ExprMethodCall, awaited: bool) -> TokenStream {
         self.observes_held = true;
         let private = &self.names.private;

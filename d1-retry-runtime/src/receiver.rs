@@ -456,7 +456,7 @@ impl Retrying {
     }
 
     /// [`observe`](Self::observe) where the attempt's record cannot be borrowed: in an
-    /// `async move` block or a closure of a `read_only` body, which may have to own all it
+    /// `async` block or a closure of a `read_only` body, which may have to own all it
     /// holds (a task's future) or become a `fn` pointer. A statement that may write, or
     /// whose SQL cannot be read, is counted as a write made on this thread
     /// ([`scope::record_held`](crate::scope::record_held)), which the attempt reads after
