@@ -1043,9 +1043,9 @@ impl Finder<'_> {
         let dot = call.dot_token;
         // An awaited call is retried by a loop written here (see the runtime's
         // `execution.rs`, and `timed_execution.rs` under time limits): each attempt is the
-        // call as written, and the site instantiates no closure.
-        let looped = awaited;
-        let timed = (self.names.timed && !looped).then(|| self.classify_timed(span));
+        // call as written, and the site instantiates no closure. A stored one, by the
+        // runtime's `run` or, under time limits, `execute`, which classifies its errors.
+        let timed = (self.names.timed && !awaited).then(|| self.classify_timed(span));
         self.probes_errors |= timed.is_some();
         let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
@@ -1063,7 +1063,7 @@ impl Finder<'_> {
             // The site is also told the call and given the receiver, so that a method of
             // the user's named like a D1 call, on a D1 type that has none of that name, is
             // made once (the runtime's `Retrying::own`), in the same one call per site.
-            if looped {
+            if awaited {
                 // Spanned at the method, so an error type the runtime cannot read is
                 // reported there. The outer `match` runs from the receiver to the method,
                 // as the call written with its `.await` would, for diagnostics about the
@@ -1163,27 +1163,20 @@ impl Finder<'_> {
             }
         };
         let receiver = strip_parens(&call.receiver);
-        // The loop awaits each attempt itself.
-        let await_site = |site: TokenStream| {
-            if awaited && !looped {
-                quote_spanned!(whole=> #site.await)
-            } else {
-                site
-            }
-        };
+        // An awaited site is its loop, which awaits each attempt itself.
         let body = if place {
-            await_site(site(&receiver.to_token_stream()))
+            site(&receiver.to_token_stream())
         } else if awaited && is_place_expression(receiver) {
             // `v[0]`, `*r`, `self.state().db`: a place that must not be moved out of;
             // borrowed for the execution's `&self` calls.
-            let site = await_site(site(&recv.to_token_stream()));
+            let site = site(&recv.to_token_stream());
             quote_spanned! {whole=>
                 match &#receiver {
                     #recv => #site
                 }
             }
         } else {
-            let site = await_site(site(&recv.to_token_stream()));
+            let site = site(&recv.to_token_stream());
             quote_spanned! {whole=>
                 match #receiver {
                     #[allow(unused_mut)]
