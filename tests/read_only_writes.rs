@@ -15,7 +15,7 @@ use core::pin::Pin;
 
 use d1_retry::testing::{D1Database, D1PreparedStatement, D1Result, Error, Message, Timing};
 use d1_retry::{RetryPolicy, d1_retry};
-use test_support::{calls_with, count, fail_once, orders_and_audit};
+use test_support::{Logs, calls_with, count, fail_once, orders_and_audit};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 const INSERT: &str = "INSERT INTO orders";
@@ -295,12 +295,29 @@ async fn a_write_made_out_of_sight_stops_a_read_only_body_from_running_again() {
             // The write completed, then the read failed after it ran: the body would run
             // the write again.
             let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+            let (logs, guard) = Logs::capture();
             assert!(
                 run(kept(&db, WRITE)).await.is_err(),
                 "{shape:?}, bounded: {bounded}"
             );
+            drop(guard);
             assert_eq!(calls_with(&db, INSERT), 1, "{shape:?}, bounded: {bounded}");
             assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
+            // Wherever the statement ran (in the body, a block, a closure), the misuse is
+            // logged at error level under the function's name.
+            let function = if bounded {
+                "Kept::run_then_count_bounded"
+            } else {
+                "Kept::run_then_count"
+            };
+            assert!(
+                logs.lines().iter().any(|line| line.contains("ERROR")
+                    && line.contains(&format!("d1.operation={function} "))
+                    && line.contains("ran SQL that may write")
+                    && line.contains("SQL out of sight")),
+                "{shape:?}, bounded: {bounded}:\n{}",
+                logs.text()
+            );
         }
     }
 }
@@ -482,7 +499,17 @@ async fn dynamic_sql_beyond_the_attempt_is_judged_as_it_runs() {
     for exec in [false, true] {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let write = "INSERT INTO orders (item) VALUES ('dynamic')";
+        let (logs, guard) = Logs::capture();
         assert!(dynamic_beyond_the_attempt(&db, write, exec).await.is_err());
+        drop(guard);
+        // Logged as the attempt's record logs it: the function's name and the SQL.
+        assert!(
+            logs.lines().iter().any(|line| line.contains("ERROR")
+                && line.contains("d1.operation=dynamic_beyond_the_attempt ")
+                && line.contains(write)),
+            "exec: {exec}:\n{}",
+            logs.text()
+        );
         assert_eq!(calls_with(&db, INSERT), 1, "exec: {exec}");
         assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
 

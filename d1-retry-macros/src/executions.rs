@@ -164,6 +164,9 @@ pub(crate) struct Names {
     pub(crate) call_init: TokenStream,
     /// The whole-body attempt record that observes dynamic SQL under `read_only`.
     pub(crate) attempt: Ident,
+    /// The function's `OperationName`, by value: what a `read_only` body's observation
+    /// logs where it cannot borrow the attempt's record, which holds it.
+    pub(crate) operation: TokenStream,
     /// The policy may have time limits (time-limit options, or a `policy = PATH` the macro
     /// cannot read): executions are raced against them. Otherwise they hold no timer.
     pub(crate) timed: bool,
@@ -823,7 +826,7 @@ impl Finder<'_> {
             (Sql::Dynamic, Mode::PerCall) => match slot {
                 Some(slot) => {
                     let scan = handed.recorder("scan", span);
-                    *sql = Expr::Verbatim(scanned(private, sql, &quote!(#slot.#scan), span));
+                    *sql = Expr::Verbatim(scanned(private, sql, &quote!(#slot.#scan), None, span));
                     out.scans += 1;
                 }
                 None => {
@@ -836,15 +839,16 @@ impl Finder<'_> {
             (Sql::Dynamic, Mode::WholeBody { read_only: true }) => {
                 // Where the attempt's record cannot be borrowed, counted on the thread (see
                 // `observe_access`).
-                let record = if self.beyond_attempt {
+                let (record, operation) = if self.beyond_attempt {
                     let record = handed.recorder("record_sql", span);
-                    quote!(#private::#record)
+                    let operation = &self.names.operation;
+                    (quote!(#private::#record), Some(quote!(, #operation)))
                 } else {
                     let attempt = &self.names.attempt;
                     let observe = handed.recorder("observe", span);
-                    quote!(#attempt.#observe)
+                    (quote!(#attempt.#observe), None)
                 };
-                *sql = Expr::Verbatim(scanned(private, sql, &record, span));
+                *sql = Expr::Verbatim(scanned(private, sql, &record, operation, span));
             }
             (Sql::Const(expr, handed), Mode::WholeBody { read_only: true }) => {
                 let message = READ_ONLY_CONST_WRITE;
@@ -1234,7 +1238,8 @@ impl Finder<'_> {
     fn observe_access(&self, access: TokenStream, span: Span) -> TokenStream {
         let private = &self.names.private;
         if self.beyond_attempt {
-            quote_spanned!(span=> #private::record_held(#access))
+            let operation = &self.names.operation;
+            quote_spanned!(span=> #private::record_held(#access, #operation))
         } else {
             let attempt = &self.names.attempt;
             quote_spanned!(span=> #attempt.observe_held(#access))
@@ -1321,10 +1326,11 @@ impl Finder<'_> {
         let whole = call.span();
         let own = own_call(private, &call.method.to_string(), span);
         let beyond = self.beyond_attempt;
+        let operation = &self.names.operation;
         let observe = |receiver: &TokenStream| {
             let site = quote_spanned!(span=> (&&#private::Receiver::of(&#receiver)).d1_site());
             if beyond {
-                quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own))
+                quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own, #operation))
             } else {
                 quote_spanned!(span=> #site.observe(#attempt, &#receiver, #own))
             }
@@ -1852,15 +1858,21 @@ fn const_access(private: &TokenStream, expr: &Expr, handed: Handed) -> TokenStre
 }
 
 /// `sql`, evaluated once, handed on unchanged after `record` saw its text (or `None` when
-/// it is not text).
-fn scanned(private: &TokenStream, sql: &Expr, record: &TokenStream, span: Span) -> TokenStream {
+/// it is not text), followed by the arguments `more` holds (`, operation`).
+fn scanned(
+    private: &TokenStream,
+    sql: &Expr,
+    record: &TokenStream,
+    more: Option<TokenStream>,
+    span: Span,
+) -> TokenStream {
     let value = Ident::new("__d1_retry_sql_value", Span::mixed_site());
     quote_spanned! {span=>
         match #sql {
             #value => {
                 #[allow(unused_imports)]
                 use #private::{ViaSqlOther as _, ViaSqlText as _};
-                #record((&&#private::SqlProbe(&#value)).d1_text());
+                #record((&&#private::SqlProbe(&#value)).d1_text() #more);
                 #value
             }
         }
@@ -2152,6 +2164,7 @@ mod tests {
             call: Ident::new("call", Span::call_site()),
             call_init: quote!(&CALL),
             attempt: Ident::new("attempt", Span::call_site()),
+            operation: quote!(NAME),
             timed: false,
             self_borrowed: true,
         }

@@ -57,6 +57,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         // The name is a constant (see `OperationName`), borrowed as a `'static`.
         call_init: quote!(&#private::#schedule::new(#policy, &#operation)),
         attempt: local("__d1_retry_attempt"),
+        operation: operation.clone(),
         timed,
         self_borrowed: function
             .sig

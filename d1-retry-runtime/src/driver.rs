@@ -329,17 +329,14 @@ impl<'a> Attempt<'a> {
     /// cannot be read) counts as a write, and the attempt is not run again.
     pub fn observe_held(&self, access: Access) {
         if access != Access::ReadOnly {
-            self.record(
-                Some("<SQL out of sight that may write or cannot be read>"),
-                false,
-            );
+            self.record(Some(crate::log::OUT_OF_SIGHT), false);
         }
     }
 
     fn record(&self, sql: Option<&str>, read_only: bool) {
         if !read_only {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
-            crate::log::write_in_read_only(self.operation, sql.unwrap_or("<not text>"));
+            crate::log::write_in_read_only(self.operation, sql);
         }
     }
 

@@ -97,12 +97,17 @@ pub(crate) fn invalid_policy(operation: OperationName<'_>, error: PolicyError) {
     );
 }
 
-/// A `read_only` function ran SQL that writes; that attempt is treated as a write.
-pub(crate) fn write_in_read_only(operation: OperationName<'_>, sql: &str) {
+/// What [`write_in_read_only`] logs for a statement made out of sight, whose SQL the log
+/// line does not copy out of the statement.
+pub(crate) const OUT_OF_SIGHT: &str = "<SQL out of sight that may write or cannot be read>";
+
+/// A `read_only` function ran SQL that writes, or SQL that is not text (`None`); that
+/// attempt is treated as a write.
+pub(crate) fn write_in_read_only(operation: OperationName<'_>, sql: Option<&str>) {
     error_line(
         operation,
         None,
-        Some(sql),
+        Some(sql.unwrap_or("<not text>")),
         "#[d1_retry(read_only)] function ran SQL that may write; treating this attempt as a write",
     );
 }
@@ -228,7 +233,10 @@ mod tests {
                 OperationName::Named("users.find"),
                 PolicyError::ZeroAttempts,
             );
-            write_in_read_only(OperationName::Named("users.find"), "DELETE FROM users");
+            write_in_read_only(
+                OperationName::Named("users.find"),
+                Some("DELETE FROM users"),
+            );
         });
         let fields = |attempt, exhausted, failure: &str, class| {
             format!(

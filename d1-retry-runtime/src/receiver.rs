@@ -20,6 +20,7 @@ use crate::call::{Call, TimedCall, execute, execute_timed};
 use crate::decide::Access;
 use crate::driver::Attempt;
 use crate::failure::Failure;
+use crate::operation::OperationName;
 use crate::timeout::TimedOut;
 use crate::{Sleeper, is_read_only, is_read_only_prepared};
 
@@ -462,11 +463,17 @@ impl Retrying {
     /// ([`scope::record_held`](crate::scope::record_held)), which the attempt reads after
     /// each of its polls, as it reads a nested call's write: run while the body is polled,
     /// it keeps the attempt from running again; run by a task spawned from it, it escapes,
-    /// as the task escapes the attempt.
+    /// as the task escapes the attempt. Logged under `operation`, the function's name, as
+    /// the record logs it.
     #[inline(always)]
-    pub fn observe_unborrowed<R: D1Receiver + ?Sized, C: D1Call>(self, receiver: &R, _call: C) {
+    pub fn observe_unborrowed<R: D1Receiver + ?Sized, C: D1Call>(
+        self,
+        receiver: &R,
+        _call: C,
+        operation: OperationName<'_>,
+    ) {
         if const { R::D1_CALLS.has(C::CALL) } {
-            crate::scope::record_held(crate::statement_sql::read(receiver));
+            crate::scope::record_held(crate::statement_sql::read(receiver), operation);
         }
     }
 }
@@ -478,7 +485,13 @@ impl Plain {
 
     /// Nothing to learn either (see [`observe`](Self::observe)).
     #[inline(always)]
-    pub fn observe_unborrowed<R: ?Sized, C>(self, _receiver: &R, _call: C) {}
+    pub fn observe_unborrowed<R: ?Sized, C>(
+        self,
+        _receiver: &R,
+        _call: C,
+        _operation: OperationName<'_>,
+    ) {
+    }
 
     /// Nothing read: a call on this receiver is made once, as written, whatever its
     /// access.
@@ -706,6 +719,9 @@ impl SqlSlot {
 mod tests {
     use super::*;
 
+    /// The function whose SQL is logged when it writes.
+    const NAME: OperationName<'static> = OperationName::Named("users.find");
+
     struct Marked;
     impl D1Receiver for Marked {}
 
@@ -885,25 +901,37 @@ mod tests {
             crate::scope::writes().wrapping_sub(before)
         };
         assert_eq!(
-            counted(&|| Retrying.observe_unborrowed(&read, calls::Run)),
+            counted(&|| Retrying.observe_unborrowed(&read, calls::Run, NAME)),
             0
         );
         assert_eq!(
-            counted(&|| Retrying.observe_unborrowed(&write, calls::Run)),
+            counted(&|| Retrying.observe_unborrowed(&write, calls::Run, NAME)),
             1
         );
         assert_eq!(
-            counted(&|| Retrying.observe_unborrowed(&unreadable, calls::All)),
+            counted(&|| Retrying.observe_unborrowed(&unreadable, calls::All, NAME)),
             1
         );
         assert_eq!(
-            counted(&|| Retrying.observe_unborrowed(&write, calls::Batch)),
+            counted(&|| Retrying.observe_unborrowed(&write, calls::Batch, NAME)),
             0
         );
-        assert_eq!(counted(&|| Plain.observe_unborrowed(&write, calls::Run)), 0);
-        assert_eq!(counted(&|| crate::scope::record_held(Access::ReadOnly)), 0);
-        assert_eq!(counted(&|| crate::scope::record_held(Access::Write)), 1);
-        assert_eq!(counted(&|| crate::scope::record_held(Access::Unseen)), 1);
+        assert_eq!(
+            counted(&|| Plain.observe_unborrowed(&write, calls::Run, NAME)),
+            0
+        );
+        assert_eq!(
+            counted(&|| crate::scope::record_held(Access::ReadOnly, NAME)),
+            0
+        );
+        assert_eq!(
+            counted(&|| crate::scope::record_held(Access::Write, NAME)),
+            1
+        );
+        assert_eq!(
+            counted(&|| crate::scope::record_held(Access::Unseen, NAME)),
+            1
+        );
     }
 
     /// A probed `prepare` receiver's verdict: read-only adds nothing, out of sight stays out

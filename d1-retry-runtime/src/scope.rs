@@ -29,6 +29,8 @@ use core::task::{Context, Poll};
 use std::cell::Cell;
 
 use crate::decide::Access;
+use crate::log;
+use crate::operation::OperationName;
 use crate::read_only::{is_read_only, is_read_only_prepared};
 
 /// The attempts being polled on this thread, as far as the D1 calls inside need to know.
@@ -101,29 +103,37 @@ pub(crate) fn record_write() {
 /// A statement a `read_only` body ran where it could not borrow its attempt's record (an
 /// `async` block, a closure), judged by the SQL it holds (`access`): unless it reads, it
 /// counts as a write made (`record_write`), which the attempt polling it reads as a nested
-/// call's write. Counted before it runs, as the record counts dynamic SQL: once
-/// made, it may have written.
-pub fn record_held(access: Access) {
+/// call's write, and is logged as the record logs it, under `operation`, the function's
+/// name. Counted before it runs, as the record counts dynamic SQL: once made, it may have
+/// written.
+pub fn record_held(access: Access, operation: OperationName<'_>) {
     if access != Access::ReadOnly {
-        record_write();
+        wrote(operation, Some(log::OUT_OF_SIGHT));
     }
 }
 
 /// Dynamic SQL a `read_only` body hands to `exec` where it could not borrow its attempt's
-/// record (as for [`record_held`]): unless it is read-only text, it counts as a write made.
-/// The attempt's own record ([`Attempt::observe`](crate::driver::Attempt::observe)) judges
-/// the same way, and also logs the SQL, which needs the function's name.
-pub fn record_sql(sql: Option<&str>) {
+/// record (as for [`record_held`]): unless it is read-only text, it counts as a write made,
+/// judged and logged as the attempt's own record
+/// ([`Attempt::observe`](crate::driver::Attempt::observe)) does.
+pub fn record_sql(sql: Option<&str>, operation: OperationName<'_>) {
     if !sql.is_some_and(is_read_only) {
-        record_write();
+        wrote(operation, sql);
     }
 }
 
 /// [`record_sql`] for SQL handed to `prepare`, which D1 sends to SQLite whole.
-pub fn record_sql_prepared(sql: Option<&str>) {
+pub fn record_sql_prepared(sql: Option<&str>, operation: OperationName<'_>) {
     if !sql.is_some_and(is_read_only_prepared) {
-        record_write();
+        wrote(operation, sql);
     }
+}
+
+/// Out of line: the three callers above are inlined into each site.
+#[inline(never)]
+fn wrote(operation: OperationName<'_>, sql: Option<&str>) {
+    log::write_in_read_only(operation, sql);
+    record_write();
 }
 
 /// A [`Retry`](crate::Retry)'s attempt, polled inside the scope and, when it may write,
@@ -239,6 +249,9 @@ impl Drop for Inside {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The function whose SQL is logged when it writes.
+    const NAME: OperationName<'static> = OperationName::Named("users.find");
     use core::task::Waker;
 
     fn poll_once<F: Future>(future: F) -> Poll<F::Output> {
@@ -257,16 +270,16 @@ mod tests {
             record();
             writes().wrapping_sub(before)
         };
-        assert_eq!(counted(&|| record_sql(Some("SELECT 1"))), 0);
-        assert_eq!(counted(&|| record_sql(Some("DELETE FROM t"))), 1);
-        assert_eq!(counted(&|| record_sql(None)), 1);
-        assert_eq!(counted(&|| record_sql_prepared(Some("SELECT 1"))), 0);
-        assert_eq!(counted(&|| record_sql_prepared(Some("VACUUM"))), 1);
-        assert_eq!(counted(&|| record_sql_prepared(None)), 1);
+        assert_eq!(counted(&|| record_sql(Some("SELECT 1"), NAME)), 0);
+        assert_eq!(counted(&|| record_sql(Some("DELETE FROM t"), NAME)), 1);
+        assert_eq!(counted(&|| record_sql(None, NAME)), 1);
+        assert_eq!(counted(&|| record_sql_prepared(Some("SELECT 1"), NAME)), 0);
+        assert_eq!(counted(&|| record_sql_prepared(Some("VACUUM"), NAME)), 1);
+        assert_eq!(counted(&|| record_sql_prepared(None, NAME)), 1);
         // A string over two lines: one text to `prepare`, two lines to `exec`.
         let two_lines = "SELECT 'a\nb'";
-        assert_eq!(counted(&|| record_sql_prepared(Some(two_lines))), 0);
-        assert_eq!(counted(&|| record_sql(Some(two_lines))), 1);
+        assert_eq!(counted(&|| record_sql_prepared(Some(two_lines), NAME)), 0);
+        assert_eq!(counted(&|| record_sql(Some(two_lines), NAME)), 1);
     }
 
     #[test]

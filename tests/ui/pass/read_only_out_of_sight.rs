@@ -3,8 +3,9 @@
 //! code compiles as written: a parameter, a field, a guard's value, an index, a deref, a
 //! stored future, futures made in a closure, a `batch` of a list collected elsewhere, a
 //! closure made into a `fn` pointer and an `async move` block that must own all it holds
-//! (neither may borrow the attempt); and calls named like executions on values that are not
-//! D1's (`slice.first()`).
+//! (neither may borrow the attempt), also in a generic repository that borrows (the
+//! function's name, which such an observation logs, names `Self` there); and calls named
+//! like executions on values that are not D1's (`slice.first()`).
 #![deny(warnings)]
 
 use std::cell::RefCell;
@@ -63,6 +64,31 @@ impl Repo {
     }
 }
 
+/// A generic repository that borrows its database.
+struct Borrowed<'a, T> {
+    db: &'a Db,
+    tag: T,
+}
+
+impl<'a, T: Clone> Borrowed<'a, T> {
+    #[d1_retry(read_only)]
+    async fn out_of_sight(&self, passed: &Statement, sql: &str) -> Result<u64, DbError> {
+        let _tag = self.tag.clone();
+        let run: for<'s> fn(&'s Statement) -> Running<'s> = |s| Box::pin(s.run());
+        run(passed).await?;
+        let exec: fn(String) -> Pin<Box<dyn Future<Output = Result<u64, DbError>>>> =
+            |sql| Box::pin(async move { Db.exec(&sql).await });
+        exec(sql.to_owned()).await?;
+        let (owned, sql) = (passed.clone(), sql.to_owned());
+        owning(async move {
+            owned.run().await?;
+            Db.prepare(sql).run().await
+        })
+        .await?;
+        self.db.prepare("SELECT 6").run().await
+    }
+}
+
 fn main() {
     let db = Db;
     let repo = Repo {
@@ -75,4 +101,9 @@ fn main() {
     let passed = repo.db.prepare("SELECT 4");
     let boxed = Box::new(repo.db.prepare("SELECT 5"));
     assert_eq!(block_on(repo.shapes(&passed, boxed)).ok(), Some(2));
+    let borrowed = Borrowed {
+        db: &repo.db,
+        tag: String::from("tag"),
+    };
+    assert!(block_on(borrowed.out_of_sight(&passed, "SELECT 7")).is_ok());
 }
