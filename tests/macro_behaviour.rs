@@ -51,6 +51,18 @@ impl Users {
             .await
     }
 
+    /// `find` with its execution's future kept before it is awaited: retried where it is
+    /// made, by the runtime's own loop (`call::drive`), not by a loop at the `.await`.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn find_later(&self, id: i64) -> Result<Option<i64>, DbError> {
+        let statement = self
+            .db
+            .prepare("SELECT id, name FROM users WHERE id = ?1")
+            .bind(&[id])?;
+        let pending = statement.first();
+        pending.await
+    }
+
     #[d1_retry(policy = NO_BUDGET)]
     async fn rename(&self, id: i64) -> Result<u64, DbError> {
         self.db
@@ -540,9 +552,26 @@ async fn operation_names_reach_the_logs() {
 
 #[tokio::test(start_paused = true)]
 async fn each_retry_logs_the_documented_fields() {
-    let (logs, _guard) = Logs::capture();
-    let users = Users::new(FakeDb::failing(&[NETWORK_LOST, NETWORK_LOST]));
-    assert_eq!(users.find(9).await, Ok(Some(9)));
+    // Retried in place, and by the runtime's loop where a kept future was made.
+    for later in [false, true] {
+        let (logs, _guard) = Logs::capture();
+        let users = Users::new(FakeDb::failing(&[NETWORK_LOST, NETWORK_LOST]));
+        let found = if later {
+            users.find_later(9).await
+        } else {
+            users.find(9).await
+        };
+        assert_eq!(found, Ok(Some(9)));
+        let operation = if later {
+            "d1.operation=Users::find_later "
+        } else {
+            "d1.operation=Users::find "
+        };
+        assert_retries_logged(&logs, operation);
+    }
+}
+
+fn assert_retries_logged(logs: &Logs, operation: &str) {
     let retries: Vec<String> = logs
         .lines()
         .into_iter()
@@ -552,7 +581,7 @@ async fn each_retry_logs_the_documented_fields() {
     for (n, line) in retries.iter().enumerate() {
         assert!(line.contains("WARN"), "{line}");
         for field in [
-            "d1.operation=Users::find ",
+            operation,
             "d1.read_only=true",
             &format!("d1.attempt={}", n + 1),
             "d1.max_attempts=5",
