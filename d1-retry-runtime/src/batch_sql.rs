@@ -10,10 +10,10 @@
 //! cannot be read leaves the batch out of sight, a write.
 //!
 //! The expansion asks this where a batch's one argument has been evaluated and the
-//! execution has not begun (the attribute's `executions.rs`: in the loop of a batch awaited
-//! where it is written, or before a stored batch's arguments are handed over), and for a
-//! `read_only` body's batch (`Attempt::observe_held`); a list of any other type than D1's
-//! statements (a wrapper of the user's) is not read.
+//! execution has not begun (the attribute's `executions/finder/execution.rs`: in the loop
+//! of a batch awaited where it is written, or before a stored batch's arguments are handed
+//! over), and for a `read_only` body's batch (`Attempt::observe_held`); a list of any
+//! other type than D1's statements (a wrapper of the user's) is not read.
 
 use crate::D1Receiver;
 use crate::decide::Access;

@@ -1,0 +1,123 @@
+//! The walk over a body that finds its executions: what it knows of the body's statement
+//! variables and what it found so far. The walk itself is in [`walk`]; what it does at a
+//! statement, an execution and, in a `read_only` body, a call it cannot judge, is in
+//! [`statements`], [`execution`] and [`read_only`].
+
+use std::collections::{HashMap, HashSet};
+
+use proc_macro2::{Span, TokenStream};
+use quote::format_ident;
+use syn::{Block, Ident};
+
+use super::bindings::Bindings;
+use super::{Execution, Found, Mode, Names};
+use crate::sql::Sql;
+
+pub(super) mod execution;
+pub(super) mod read_only;
+pub(super) mod statements;
+pub(super) mod walk;
+
+/// Finds the executions of `block`, whose names `bindings` counted, and, in per-call
+/// mode, rewrites them.
+pub(super) fn find(block: &mut Block, mode: Mode, names: &Names, bindings: Bindings) -> Found {
+    let mut finder = Finder {
+        mode,
+        names,
+        bindings,
+        statements: HashMap::new(),
+        sighted: HashSet::new(),
+        pending: HashSet::new(),
+        executions: Vec::new(),
+        all_sql: Vec::new(),
+        in_move_closure: false,
+        in_return_position: false,
+        next_slot: 0,
+        probes_errors: false,
+        observes_held: false,
+        in_foreign_macro: false,
+        beyond_attempt: false,
+    };
+    finder.visit_body(block);
+    Found {
+        executions: finder.executions,
+        sql: finder.all_sql,
+        probes_errors: finder.probes_errors,
+        observes_held: finder.observes_held,
+    }
+}
+
+/// What is known of a statement variable's SQL.
+#[derive(Clone)]
+pub(super) struct Known {
+    /// One text, or one per arm of an `if` or a `match` that chose the statement.
+    sql: Vec<Sql>,
+    /// Its `Access` parts taken where it was bound, from `Copy` locals, so that `async move`
+    /// blocks may each take a copy: what its slot recorded (dynamic SQL, a receiver probed
+    /// as it was evaluated), and its `prepare`'s receiver probed by type.
+    verdicts: Vec<TokenStream>,
+}
+
+pub(super) struct Finder<'a> {
+    mode: Mode,
+    names: &'a Names,
+    bindings: Bindings,
+    /// `let stmt = db.prepare(..)` bindings seen so far.
+    statements: HashMap<String, Known>,
+    /// In a `read_only` body, the names bound once to a statement made in sight
+    /// ([`Finder::made_in_sight`]).
+    sighted: HashSet<String>,
+    /// The names bound once to an execution's future (`let pending = stmt.first(None);`):
+    /// `pending.await` awaits that future, not a statement ([`Finder::awaited_statement`]).
+    pending: HashSet<String>,
+    executions: Vec<Execution>,
+    all_sql: Vec<Sql>,
+    in_move_closure: bool,
+    /// Inside the function's returned value (its tail, a `return`, an `Ok(..)` of either).
+    in_return_position: bool,
+    next_slot: usize,
+    /// See [`Found::probes_errors`].
+    probes_errors: bool,
+    /// See [`Found::observes_held`].
+    observes_held: bool,
+    /// Inside the arguments of a macro not known to take expressions (not one of the
+    /// [`EXPRESSION_MACROS`](super::vocabulary::EXPRESSION_MACROS)): its tokens may be matched as
+    /// they are written, so nothing is rewritten there but the SQL `read_only` must judge.
+    in_foreign_macro: bool,
+    /// Inside an `async` block or a closure, which may have to own all it holds (a spawned
+    /// task's future) or become a `fn` pointer: a `read_only` body's observation there does
+    /// not borrow the attempt's record, it counts on the thread ([`Finder::observed`]).
+    beyond_attempt: bool,
+}
+
+/// The statements an execution runs, and the dynamic SQL to scan on the way.
+#[derive(Default)]
+pub(super) struct Statements {
+    sql: Vec<Sql>,
+    /// Verdicts of statement variables ([`Known::verdicts`]), read at the execution.
+    known_verdicts: Vec<TokenStream>,
+    /// Dynamic SQL arguments and receivers of `prepare` inside the execution's own
+    /// expression, recorded into the execution's slot as they are evaluated.
+    scans: usize,
+    /// Receivers of `prepare` that are places, probed by type before the statement is
+    /// evaluated ([`Finder::database_check`]): each a local holding the verdict the
+    /// dispatch picked (an `Access`, one `Copy` byte, read where the execution begins and
+    /// not after, so no future keeps it across an await: the happy path's futures are the
+    /// sizes they were), and its initialiser.
+    checks: Vec<(Ident, TokenStream)>,
+    /// A `batch`'s list is out of sight (collected, passed in): its statements can be read
+    /// where the execution begins, if the list is evaluated before it.
+    held_list: bool,
+}
+
+impl Finder<'_> {
+    fn fresh_slot(&mut self, hint: &str) -> Ident {
+        self.next_slot += 1;
+        format_ident!(
+            "__d1_retry_sql_{}_{}",
+            hint,
+            self.next_slot,
+            span = Span::mixed_site()
+        )
+    }
+}

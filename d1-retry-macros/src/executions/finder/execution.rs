@@ -1,0 +1,387 @@
+//! The rewrite of one execution: its receiver bound where the call stood, its statements
+//! judged, and the call made in the runtime's loop, so that only the call runs again.
+
+use proc_macro2::{Ident, Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{Expr, ExprMethodCall};
+
+use super::{Finder, Statements};
+use crate::executions::bindings::name;
+use crate::executions::generated::{held_batch_access, own_call, with_checks};
+use crate::executions::syntax::{is_place, is_place_expression, statement_like, strip_parens};
+use crate::executions::{Execution, Mode};
+use crate::sql::{Handed, Sql};
+
+impl Finder<'_> {
+    /// Handles an execution call; `awaited` when `.await` follows it where it is written.
+    /// Returns the rewritten expression (without the `.await`), or `None` to leave it.
+    pub(super) fn execution(
+        &mut self,
+        call: &mut ExprMethodCall,
+        awaited: bool,
+    ) -> Option<TokenStream> {
+        let method = call.method.to_string();
+        let span = call.method.span();
+        let mut statements = Statements::default();
+        if self.mode != Mode::PerCall {
+            // The whole body is retried: `prepare` and `exec` SQL is judged where it is
+            // passed (see `whole_body_sql`), and the call stays as written.
+            if method == "exec"
+                && let Some(arg) = call.args.first_mut()
+            {
+                self.sql_argument(arg, Handed::Exec, None, &mut statements);
+            }
+            // Under `read_only`, a statement the body did not make in sight is judged by
+            // the SQL it holds, as its execution begins, and so is a batch's list.
+            let observed = self.observes(call).then(|| self.observed(call, awaited));
+            if method == "batch" {
+                self.observe_list(call);
+            }
+            self.executions.push(Execution {
+                method,
+                sql: statements.sql,
+                rewritten: false,
+                held: false,
+            });
+            return observed;
+        }
+        let place = is_place(&call.receiver);
+        // A future returned from the function, or made in a `move` closure, may outlive the
+        // call's schedule: left as written unless awaited here.
+        let rewritable = awaited || (place && !self.in_move_closure && !self.in_return_position);
+        let slot = self.fresh_slot("call");
+        let scan_into = rewritable.then_some(&slot);
+        match method.as_str() {
+            "batch" => {
+                if let Some(arg) = call.args.first_mut() {
+                    self.batch_statements(arg, scan_into, &mut statements);
+                }
+            }
+            "exec" => {
+                if let Some(arg) = call.args.first_mut() {
+                    self.sql_argument(arg, Handed::Exec, scan_into, &mut statements);
+                }
+            }
+            // Dumping reads the whole database.
+            "dump" => statements.sql.push(Sql::Literal {
+                text: "dump".to_owned(),
+                read_only: true,
+                span,
+            }),
+            _ => self.statement(&mut call.receiver, scan_into, &mut statements),
+        }
+        let own = own_call(&self.names.private, &method, span);
+        // A `batch` of a list out of sight: its one argument is bound (`kept`, or the first
+        // of the stored execution's tuple) before the execution begins, so the statements it
+        // holds can be read there.
+        let held_list = method == "batch" && statements.held_list;
+        let held = match method.as_str() {
+            "batch" => held_list && rewritable,
+            "exec" | "dump" => false,
+            _ => rewritable,
+        };
+        self.executions.push(Execution {
+            method,
+            sql: statements.sql.clone(),
+            rewritten: rewritable,
+            held,
+        });
+        if !rewritable {
+            return None;
+        }
+        let private = &self.names.private;
+        let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
+        // Where it is `Unseen`, the runtime judges a statement by the SQL it holds, read
+        // where the execution begins (`Retrying::access`); a batch's list out of sight, by
+        // the SQL of every statement in it (`held_batch_access`). The list is the batch's
+        // only SQL.
+        let list_access = |list: TokenStream| held_batch_access(private, &list, span);
+        let listed = Ident::new("__d1_retry_listed", Span::mixed_site());
+        let access = if held_list && awaited {
+            list_access(kept.to_token_stream())
+        } else if held_list {
+            // Read into `listed` once the stored execution's arguments are made (below).
+            listed.to_token_stream()
+        } else {
+            self.access(&statements, Some(&slot))
+        };
+        let call_ident = &self.names.call;
+        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        // Each argument's name carries its value's span, so a type error in it points there.
+        let args: Vec<Ident> = call
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let span = Span::mixed_site().located_at(value.span());
+                format_ident!("__d1_retry_arg{}", i, span = span)
+            })
+            .collect();
+        let whole = call.span();
+        let values: Vec<&Expr> = call.args.iter().collect();
+        let name = &call.method;
+        let turbofish = &call.turbofish;
+        let dot = call.dot_token;
+        // An awaited call is retried by a loop written here (see the runtime's
+        // `execution.rs`, and `timed_execution.rs` under time limits): each attempt is the
+        // call as written, and the site instantiates no closure. A stored one, by the
+        // runtime's `run` or, under time limits, `execute`, which classifies its errors.
+        let timed = (self.names.timed && !awaited).then(|| self.classify_timed(span));
+        self.probes_errors |= timed.is_some();
+        let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
+        let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
+        let result = Ident::new("__d1_retry_result", Span::mixed_site());
+        let again = Ident::new("__d1_retry_again", Span::mixed_site());
+        let site = |receiver: &TokenStream| {
+            // A stored execution's access: the site's answer about the call joins it
+            // before the closure is made, so that a method of another type taking
+            // `&mut self` is borrowed mutably by the closure alone.
+            let stored_access = |access: &TokenStream| {
+                quote_spanned! {span=>
+                    (&&#private::Receiver::of(&#receiver)).d1_site().access(#access, &#receiver, #own)
+                }
+            };
+            // The site is also told the call and given the receiver, so that a method of
+            // the user's named like a D1 call, on a D1 type that has none of that name, is
+            // made once (the runtime's `Retrying::own`), in the same one call per site.
+            if awaited {
+                // Spanned at the method, so an error type the runtime cannot read is
+                // reported there. The outer `match` runs from the receiver to the method,
+                // as the call written with its `.await` would, for diagnostics about the
+                // value (`?` on it).
+                let begin = quote_spanned! {span=>
+                    (&&#private::Receiver::of(&#receiver)).d1_site()
+                        .#begin_method(#call_ident, #access, &#receiver, #own)
+                };
+                let attempt = quote_spanned! {span=>
+                    #execution.#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
+                };
+                // On a receiver that is not D1 the loop never turns (see `PlainExecution`).
+                let arms = if values.is_empty() {
+                    quote_spanned! {span=>
+                        {
+                            #[allow(clippy::never_loop)]
+                            mut #execution => loop {
+                                match #attempt {
+                                    ::core::ops::ControlFlow::Break(#result) => break #result,
+                                    ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    // The arguments are evaluated once, before the access (which may read
+                    // the SQL they hold); the loop keeps them, each attempt takes a clone
+                    // (`take`), and a plain call takes them once, as they are. Kept in
+                    // place rather than moved out and back each attempt: a value moved
+                    // around the loop's await costs rustc a drop flag and more state.
+                    let take = if args.len() == 1 {
+                        quote_spanned!(span=> let #(#args)* = #execution.take(&mut #kept);)
+                    } else {
+                        quote_spanned!(span=> let (#(#args,)*) = #execution.take(&mut #kept);)
+                    };
+                    quote_spanned! {span=>
+                        {
+                            #kept => match #begin {
+                                #[allow(clippy::never_loop)]
+                                mut #execution => {
+                                    let mut #kept = #execution.keep(#kept);
+                                    loop {
+                                        #take
+                                        match #attempt {
+                                            ::core::ops::ControlFlow::Break(#result) => break #result,
+                                            ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                };
+                if values.is_empty() {
+                    quote_spanned!(whole=> match #begin #arms)
+                } else if values.len() == 1 {
+                    quote_spanned!(whole=> match #(#values)* #arms)
+                } else {
+                    quote_spanned!(whole=> match (#(#values,)*) #arms)
+                }
+            } else {
+                let access = stored_access(&access);
+                // A batch's list out of sight is read once its arguments are made, before
+                // they are handed over (the argument is moved into the execution).
+                let (arguments, read_list) = if held_list {
+                    let read = list_access(quote!(#kept.0));
+                    (
+                        kept.to_token_stream(),
+                        Some(quote_spanned!(span=> let #listed = #read;)),
+                    )
+                } else {
+                    (quote!((#(#values,)*)), None)
+                };
+                let site = if let Some(classify) = &timed {
+                    quote_spanned! {span=>
+                        (&&#private::Receiver::of(&#receiver)).d1_site()
+                            .execute(#call_ident, #arguments, #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                            #classify
+                    }
+                } else {
+                    quote_spanned! {span=>
+                        (&&#private::Receiver::of(&#receiver)).d1_site()
+                            .run(#call_ident, #arguments, #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                    }
+                };
+                match read_list {
+                    Some(read_list) => quote_spanned! {span=>
+                        match (#(#values,)*) {
+                            #kept => {
+                                #read_list
+                                #site
+                            }
+                        }
+                    },
+                    None => site,
+                }
+            }
+        };
+        let receiver = strip_parens(&call.receiver);
+        // An awaited site is its loop, which awaits each attempt itself.
+        let body = if place {
+            site(&receiver.to_token_stream())
+        } else if awaited && is_place_expression(receiver) {
+            // `v[0]`, `*r`, `self.state().db`: a place that must not be moved out of;
+            // borrowed for the execution's `&self` calls.
+            let site = site(&recv.to_token_stream());
+            quote_spanned! {whole=>
+                match &#receiver {
+                    #recv => #site
+                }
+            }
+        } else {
+            let site = site(&recv.to_token_stream());
+            quote_spanned! {whole=>
+                match #receiver {
+                    #[allow(unused_mut)]
+                    mut #recv => #site
+                }
+            }
+        };
+        let body = self.with_slot(body, &slot, statements.scans);
+        Some(with_checks(body, &statements.checks, whole))
+    }
+
+    /// `statement.await`: the statement is `IntoFuture`, and a retry awaits a clone.
+    pub(super) fn awaited_statement(&mut self, base: &mut Expr) -> Option<TokenStream> {
+        if self.mode != Mode::PerCall || !statement_like(base) || self.awaits_pending(base) {
+            return None;
+        }
+        let slot = self.fresh_slot("await");
+        let mut statements = Statements::default();
+        self.statement(base, Some(&slot), &mut statements);
+        self.executions.push(Execution {
+            method: ".await".to_owned(),
+            sql: statements.sql.clone(),
+            rewritten: true,
+            held: true,
+        });
+        let access = self.access(&statements, Some(&slot));
+        let private = &self.names.private;
+        let call_ident = &self.names.call;
+        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let span = base.span();
+        let own = own_call(private, ".await", span);
+
+        // The loop of `execution` (see there), each attempt awaiting a clone of the
+        // statement, kept by the loop; on a receiver that is not D1, the statement itself,
+        // once.
+        let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
+        let result = Ident::new("__d1_retry_result", Span::mixed_site());
+        let again = Ident::new("__d1_retry_again", Span::mixed_site());
+        let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
+        let body = quote_spanned! {span=>
+            match #base {
+                #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
+                    .#begin_method(#call_ident, #access, &#recv, #own)
+                {
+                    #[allow(clippy::never_loop)]
+                    mut #execution => {
+                        let mut #recv = #execution.keep(#recv);
+                        loop {
+                            match #execution
+                                .#attempt_method(::core::future::IntoFuture::into_future(
+                                    #execution.take(&mut #recv),
+                                ) #timeouts)
+                                .await
+                            {
+                                ::core::ops::ControlFlow::Break(#result) => break #result,
+                                ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let body = self.with_slot(body, &slot, statements.scans);
+        Some(with_checks(body, &statements.checks, span))
+    }
+
+    /// Whether `base` names an execution's future ([`Finder::pending`]), bound once: its
+    /// `.await` is left as written, and not listed. The execution was, where it was made.
+    pub(super) fn awaits_pending(&self, base: &Expr) -> bool {
+        let Expr::Path(path) = strip_parens(base) else {
+            return false;
+        };
+        path.qself.is_none()
+            && path.path.get_ident().is_some_and(|ident| {
+                self.bindings.unique(ident) && self.pending.contains(&name(ident))
+            })
+    }
+
+    /// The loop's `begin` and `attempt` methods, and what `attempt` is given besides the
+    /// call: under time limits, how a `TimedOut` becomes the call's error type.
+    pub(super) fn loop_methods(&self, span: Span) -> (Ident, Ident, Option<TokenStream>) {
+        if !self.names.timed {
+            let begin = Ident::new("begin_on", span);
+            return (begin, Ident::new("attempt", span), None);
+        }
+        let private = &self.names.private;
+        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
+        let timeouts = quote_spanned! {span=>
+            , |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout()
+        };
+        let begin = Ident::new("begin_timed_on", span);
+        (begin, Ident::new("attempt_timed", span), Some(timeouts))
+    }
+
+    /// `.classify_timed(..)`, for an execution not awaited where it is made (a future
+    /// stored, joined or returned) in a function whose policy may have time limits: how the
+    /// execution reads its error, and how it turns a `TimedOut` into that error. (Awaited
+    /// sites go through the loop, `Execution::attempt` or `TimedExecution::attempt_timed`,
+    /// and untimed stored ones through `Retrying::run`, which classify on their own.)
+    pub(super) fn classify_timed(&self, span: Span) -> TokenStream {
+        let private = &self.names.private;
+        let error = Ident::new("__d1_retry_error", Span::mixed_site());
+        let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
+        // Spanned at the method, so an error type the runtime cannot read is reported there.
+        quote_spanned! {span=>
+            .classify_timed(
+                |#error| (&&&&#private::Probe::of(#error)).d1_retry_classifier()(#error),
+                |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
+            )
+        }
+    }
+
+    pub(super) fn with_slot(&self, body: TokenStream, slot: &Ident, scans: usize) -> TokenStream {
+        // A `match`, whose scrutinee lives as long as the body's temporaries: a block's
+        // `let` would not.
+        if scans == 0 {
+            return body;
+        }
+        let private = &self.names.private;
+        quote! {
+            match #private::SqlSlot::new() {
+                #slot => #body
+            }
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The walk over the body: statement by statement, so that a statement variable is known
+//! from its `let` on, and expression by expression, where executions are found.
+
+use quote::{ToTokens, quote};
+use syn::spanned::Spanned;
+use syn::visit_mut::{self, VisitMut};
+use syn::{Block, Expr, Local, Macro, Pat, Stmt};
+
+use super::{Finder, Known, Statements};
+use crate::executions::bindings::name;
+use crate::executions::generated::const_access;
+use crate::executions::syntax::{chosen, statement_like, strip_parens, strip_parens_mut};
+use crate::executions::vocabulary::{EXPRESSION_MACROS, MacroArguments, is_execution, macro_name};
+use crate::executions::{Execution, Mode};
+use crate::sql::Sql;
+
+impl Finder<'_> {
+    /// A `let stmt = <statement>;` whose SQL later executions of `stmt` can be judged by:
+    /// the statements to place before the `let` and after it.
+    pub(super) fn statement_binding(
+        &mut self,
+        local: &mut Local,
+    ) -> Option<(Vec<Stmt>, Vec<Stmt>)> {
+        // A `mut` binding can be reassigned, replaced through `&mut` or destructured into,
+        // so its name no longer means one statement: it is not followed (out of sight).
+        let plain = |pat: &syn::PatIdent| {
+            (pat.subpat.is_none() && pat.mutability.is_none() && pat.by_ref.is_none())
+                .then(|| pat.ident.clone())
+        };
+        let ident = match &local.pat {
+            Pat::Ident(pat) => plain(pat)?,
+            Pat::Type(typed) => match &*typed.pat {
+                Pat::Ident(pat) => plain(pat)?,
+                _ => return None,
+            },
+            _ => return None,
+        };
+        let init = local.init.as_mut()?;
+        if init.diverge.is_some()
+            || !self.bindings.unique(&ident)
+            || !(statement_like(&init.expr) || chosen(&init.expr))
+        {
+            return None;
+        }
+        if matches!(&*init.expr, Expr::Path(_)) {
+            return None;
+        }
+        // `r#type` names its slot `type`: a hint is a part of an identifier, not one.
+        let name = name(&ident);
+        let slot = self.fresh_slot(&name);
+        let mut statements = Statements::default();
+        self.statement(&mut init.expr, Some(&slot), &mut statements);
+        let private = self.names.private.clone();
+        let mut before: Vec<Stmt> = Vec::new();
+        let mut after: Vec<Stmt> = Vec::new();
+        let mut verdicts = statements.known_verdicts;
+        // One SQL text, or one per arm of an `if` or a `match` (see `alternatives`).
+        let mut sql = statements.sql;
+        for sql in &mut sql {
+            if let Sql::Const(expr, handed) = sql {
+                // Judged here, before the binding and in its scope, where the name in
+                // `expr` means what it means to `prepare`; the statement may run where it
+                // does not.
+                let verdict = self.fresh_slot(&format!("{name}_judged"));
+                let access = const_access(&private, expr, *handed);
+                before.push(syn::parse_quote_spanned! {expr.span()=> let #verdict = #access;});
+                *sql = Sql::Bound(expr.clone(), verdict);
+            }
+        }
+        for (check, probe) in statements.checks {
+            before.push(syn::parse_quote!(let #check = #probe;));
+            verdicts.push(quote!(#check));
+        }
+        if statements.scans > 0 {
+            // Read once the statement is made: an `Access` is `Copy`, so each `async move`
+            // block that runs the statement takes a copy, where the slot could be moved
+            // into one block only.
+            let verdict = self.fresh_slot(&format!("{name}_scanned"));
+            before.push(syn::parse_quote!(let #slot = #private::SqlSlot::new();));
+            after.push(syn::parse_quote!(let #verdict = #slot.access();));
+            verdicts.push(verdict.into_token_stream());
+        }
+        self.statements.insert(name, Known { sql, verdicts });
+        // The declarations name what the `let` names (a field, a variable, a constant):
+        // under its `#[cfg]`, they are compiled exactly when it is.
+        let cfgs: Vec<syn::Attribute> = local
+            .attrs
+            .iter()
+            .filter(|attr| attr.path().is_ident("cfg"))
+            .cloned()
+            .collect();
+        for stmt in before.iter_mut().chain(&mut after) {
+            if let Stmt::Local(declaration) = stmt {
+                declaration.attrs.extend(cfgs.iter().cloned());
+            }
+        }
+        Some((before, after))
+    }
+}
+
+impl Finder<'_> {
+    /// The function's body: its tail expression is the returned value.
+    pub(super) fn visit_body(&mut self, block: &mut Block) {
+        let tail = match block.stmts.last() {
+            Some(Stmt::Expr(_, None)) => block.stmts.len() - 1,
+            _ => block.stmts.len(),
+        };
+        self.visit_stmts(block, Some(tail));
+    }
+
+    fn visit_stmts(&mut self, block: &mut Block, tail: Option<usize>) {
+        let mut stmts = Vec::with_capacity(block.stmts.len());
+        for (index, mut stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
+            if Some(index) == tail {
+                let outer = core::mem::replace(&mut self.in_return_position, true);
+                self.visit_stmt_mut(&mut stmt);
+                self.in_return_position = outer;
+                stmts.push(stmt);
+                continue;
+            }
+            if let Stmt::Local(local) = &mut stmt {
+                if let Some(name) = pending_binding(local) {
+                    self.pending.insert(name);
+                }
+                // The initialiser first: executions inside it are its own.
+                if let Some(init) = &mut local.init {
+                    self.visit_expr_mut(&mut init.expr);
+                    if let Some((_, diverge)) = &mut init.diverge {
+                        self.visit_expr_mut(diverge);
+                    }
+                }
+                let (before, after) = match self.mode {
+                    Mode::PerCall => self.statement_binding(local).unwrap_or_default(),
+                    Mode::WholeBody { read_only } => {
+                        if read_only {
+                            self.sighted_binding(local);
+                        }
+                        Default::default()
+                    }
+                };
+                stmts.extend(before);
+                stmts.push(stmt);
+                stmts.extend(after);
+                continue;
+            }
+            self.visit_stmt_mut(&mut stmt);
+            stmts.push(stmt);
+        }
+        block.stmts = stmts;
+    }
+}
+
+impl VisitMut for Finder<'_> {
+    fn visit_block_mut(&mut self, block: &mut Block) {
+        self.visit_stmts(block, None);
+    }
+
+    fn visit_expr_return_mut(&mut self, node: &mut syn::ExprReturn) {
+        let outer = core::mem::replace(&mut self.in_return_position, true);
+        visit_mut::visit_expr_return_mut(self, node);
+        self.in_return_position = outer;
+    }
+
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        match expr {
+            Expr::Await(awaited) => {
+                let base = strip_parens_mut(&mut awaited.base);
+                if let Expr::MethodCall(call) = base
+                    && is_execution(call)
+                {
+                    visit_mut::visit_expr_method_call_mut(self, call);
+                    if let Some(rewritten) = self.execution(call, true) {
+                        *expr = Expr::Verbatim(rewritten);
+                    }
+                    return;
+                }
+                self.visit_expr_mut(base);
+                if let Some(rewritten) = self.awaited_statement(base) {
+                    *expr = Expr::Verbatim(rewritten);
+                }
+            }
+            Expr::MethodCall(call) if is_execution(call) => {
+                visit_mut::visit_expr_method_call_mut(self, call);
+                if let Some(rewritten) = self.execution(call, false) {
+                    *expr = Expr::Verbatim(rewritten);
+                }
+            }
+            Expr::MethodCall(_) | Expr::Call(_) if self.mode != Mode::PerCall => {
+                visit_mut::visit_expr_mut(self, expr);
+                self.whole_body_sql(expr);
+            }
+            Expr::Array(array) => {
+                // An element's type must stay the plain call's: `[a.run(), b.run()]`.
+                for element in &mut array.elems {
+                    self.visit_element(element);
+                }
+            }
+            Expr::Async(block) => {
+                let before = self.executions.len();
+                // The block gets a schedule of its own, so it may outlive the function: a
+                // `move` block, and one without `move` too, which may outlive it as well
+                // when what it captures does (`async { self.db.prepare(..).first(..).await }`
+                // returned, or pushed into a `Vec` the caller lent).
+                let outer = core::mem::replace(&mut self.in_move_closure, false);
+                let returned = core::mem::replace(&mut self.in_return_position, false);
+                let beyond = core::mem::replace(&mut self.beyond_attempt, true);
+                visit_mut::visit_expr_async_mut(self, block);
+                self.in_move_closure = outer;
+                self.in_return_position = returned;
+                self.beyond_attempt = beyond;
+                if self.executions[before..].iter().any(|e| e.rewritten) {
+                    let call = &self.names.call;
+                    let init = &self.names.call_init;
+                    block
+                        .block
+                        .stmts
+                        .insert(0, syn::parse_quote!(let #call = #init;));
+                }
+            }
+            Expr::Closure(closure) => {
+                let outer = self.in_move_closure;
+                self.in_move_closure = if closure.asyncness.is_some() {
+                    closure.capture.is_none() && outer
+                } else {
+                    outer || closure.capture.is_some()
+                };
+                let before = self.executions.len();
+                let beyond = core::mem::replace(&mut self.beyond_attempt, true);
+                visit_mut::visit_expr_closure_mut(self, closure);
+                self.in_move_closure = outer;
+                self.beyond_attempt = beyond;
+                if closure.capture.is_some()
+                    && closure.asyncness.is_some()
+                    && self.executions[before..].iter().any(|e| e.rewritten)
+                {
+                    let call = &self.names.call;
+                    let init = &self.names.call_init;
+                    let body = &closure.body;
+                    *closure.body = syn::parse_quote!({ let #call = #init; #body });
+                }
+            }
+            _ => visit_mut::visit_expr_mut(self, expr),
+        }
+    }
+
+    fn visit_macro_mut(&mut self, mac: &mut Macro) {
+        // Only macros known to evaluate each argument once, as an expression, are rewritten.
+        // Any other macro's tokens are its own business: calls inside run as written (in
+        // whole-body mode they are still judged, so `read_only` is checked against them).
+        let arguments = match self.mode {
+            Mode::PerCall => MacroArguments::of_expression_macro(mac),
+            Mode::WholeBody { .. } => MacroArguments::parse(mac.tokens.clone()),
+        };
+        let name = macro_name(mac);
+        let is_vec = name.as_deref() == Some("vec");
+        let foreign = !name.is_some_and(|name| EXPRESSION_MACROS.contains(&name.as_str()));
+        let outer = self.in_foreign_macro;
+        self.in_foreign_macro |= foreign;
+        match arguments {
+            Some(MacroArguments::List(mut args)) => {
+                for arg in &mut args {
+                    if is_vec {
+                        self.visit_element(arg);
+                    } else {
+                        self.visit_expr_mut(arg);
+                    }
+                }
+                mac.tokens = args.into_token_stream();
+            }
+            Some(MacroArguments::Repeat(mut element, semi, count)) => {
+                self.visit_element(&mut element);
+                mac.tokens = quote!(#element #semi #count);
+            }
+            None => {}
+        }
+        self.in_foreign_macro = outer;
+    }
+
+    // Nested items (fns, impls, consts) are not run by this body.
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+impl Finder<'_> {
+    /// Visits an element of an array or `vec!`, whose non-awaited executions stay as
+    /// written so that all elements keep one type.
+    fn visit_element(&mut self, element: &mut Expr) {
+        let Expr::MethodCall(call) = strip_parens_mut(element) else {
+            return self.visit_expr_mut(element);
+        };
+        if !is_execution(call) {
+            return self.visit_expr_mut(element);
+        }
+        visit_mut::visit_expr_method_call_mut(self, call);
+        self.executions.push(Execution {
+            method: call.method.to_string(),
+            sql: vec![Sql::Unseen],
+            rewritten: false,
+            held: false,
+        });
+        // The observed call has the call's own type (see `observed`).
+        if self.observes(call) {
+            let call = call.clone();
+            *element = Expr::Verbatim(self.observed(&call, false));
+        }
+    }
+}
+
+/// `let name = <an execution, not awaited>;`: the name a future of it is bound to. A
+/// `mut` or typed binding counts too: the value is a future either way.
+fn pending_binding(local: &Local) -> Option<String> {
+    let pat = match &local.pat {
+        Pat::Type(typed) => &*typed.pat,
+        pat => pat,
+    };
+    let (Pat::Ident(ident), Some(init)) = (pat, &local.init) else {
+        return None;
+    };
+    let Expr::MethodCall(call) = strip_parens(&init.expr) else {
+        return None;
+    };
+    (ident.subpat.is_none() && init.diverge.is_none() && is_execution(call))
+        .then(|| name(&ident.ident))
+}

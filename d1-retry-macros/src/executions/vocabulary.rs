@@ -1,0 +1,121 @@
+//! The names the attribute knows without types: D1's executions, and the macros whose
+//! arguments it walks as expressions or knows to bind nothing.
+
+use proc_macro2::TokenStream;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprMethodCall, Macro, Token};
+
+/// The executions of a statement (not of a database), which hold their SQL.
+pub(super) const STATEMENT_EXECUTIONS: [&str; 5] = ["first", "all", "run", "raw", "raw_js_value"];
+
+/// Method names that run SQL on a D1 statement, session or database.
+pub(super) const EXECUTIONS: [&str; 8] = [
+    "first",
+    "all",
+    "run",
+    "raw",
+    "raw_js_value",
+    "batch",
+    "exec",
+    "dump",
+];
+
+/// Macros whose arguments are expressions evaluated once, where executions are found as
+/// anywhere else. `assert!` and `dbg!` are not among them: they print their argument's
+/// tokens, which would show the rewrite.
+pub(super) const EXPRESSION_MACROS: [&str; 11] = [
+    "vec",
+    "format",
+    "format_args",
+    "print",
+    "println",
+    "eprint",
+    "eprintln",
+    "write",
+    "writeln",
+    "join",
+    "try_join",
+];
+
+/// Macros that, called as a statement, bind no name of the caller's but those in their tokens
+/// (which [`Bindings`](super::bindings::Bindings) counts): std's printing, assertion and panicking
+/// macros, `tracing`'s and `log`'s events, workers-rs's `console_*!`, anyhow's and eyre's `ensure!`
+/// and `bail!`, and the [`EXPRESSION_MACROS`]. A `macro_rules!` macro can only bind a name it is
+/// handed, but a procedural one may expand to a `let` of any name with the caller's hygiene: in a
+/// body that calls any other macro as a statement, no statement variable is followed.
+pub(super) const STATEMENT_MACROS: [&str; 24] = [
+    "assert",
+    "assert_eq",
+    "assert_ne",
+    "debug_assert",
+    "debug_assert_eq",
+    "debug_assert_ne",
+    "panic",
+    "todo",
+    "unimplemented",
+    "unreachable",
+    "dbg",
+    "trace",
+    "debug",
+    "info",
+    "warn",
+    "error",
+    "event",
+    "log",
+    "console_log",
+    "console_debug",
+    "console_warn",
+    "console_error",
+    "ensure",
+    "bail",
+];
+
+/// The arguments of a macro call read as expressions: a comma-separated list, or
+/// `vec!`'s `element; count`.
+pub(super) enum MacroArguments {
+    List(Punctuated<Expr, Token![,]>),
+    Repeat(Box<Expr>, Token![;], Box<Expr>),
+}
+
+impl MacroArguments {
+    /// The arguments of a call of one of the [`EXPRESSION_MACROS`], when they parse.
+    pub(super) fn of_expression_macro(mac: &Macro) -> Option<Self> {
+        let name = macro_name(mac)?;
+        if !EXPRESSION_MACROS.contains(&name.as_str()) {
+            return None;
+        }
+        Self::parse(mac.tokens.clone())
+    }
+
+    pub(super) fn parse(tokens: TokenStream) -> Option<Self> {
+        if let Ok(args) = Punctuated::<Expr, Token![,]>::parse_terminated.parse2(tokens.clone()) {
+            return Some(MacroArguments::List(args));
+        }
+        let repeat = |input: syn::parse::ParseStream<'_>| {
+            Ok(MacroArguments::Repeat(
+                input.parse()?,
+                input.parse()?,
+                input.parse()?,
+            ))
+        };
+        repeat.parse2(tokens).ok()
+    }
+}
+
+/// The macro's name, the last segment of its path (`join` for `tokio::join!`).
+pub(super) fn macro_name(mac: &Macro) -> Option<String> {
+    mac.path.segments.last().map(|last| last.ident.to_string())
+}
+
+pub(super) fn is_execution(call: &ExprMethodCall) -> bool {
+    let method = call.method.to_string();
+    if !EXECUTIONS.contains(&method.as_str()) {
+        return false;
+    }
+    match method.as_str() {
+        "batch" | "exec" => call.args.len() == 1,
+        "first" => call.args.len() <= 1,
+        _ => call.args.is_empty(),
+    }
+}
