@@ -1,25 +1,27 @@
 //! What `#[d1_retry]` expands into. Not a public API: names and signatures here change
 //! without notice; only the attribute may use them.
 
-pub use crate::batch_sql::{HeldBatch, ViaD1Statements, ViaOtherStatements};
-pub use crate::by_value_prepare::{
+pub use crate::classify::failure::{
+    Failure, Probe, ViaAsRefError, ViaAsRefLocalError, ViaDisplay, ViaError,
+};
+pub use crate::dispatch::batch_sql::{HeldBatch, ViaD1Statements, ViaOtherStatements};
+pub use crate::dispatch::by_value_prepare::{
     ByValue, NotADatabase, PrepareTakingTheDatabaseByValue, ViaD1Database, ViaOtherDatabase,
 };
-pub use crate::call::{Call, TimedCall, execute, execute_timed};
-pub use crate::d1_prepare::{ViaD1Prepare, ViaOtherPrepare};
-pub use crate::decide::Access;
-pub use crate::driver::{Attempt, Driver, Plan, Scoped, Turn};
-pub use crate::execution::{Attempting, Execution, Once, PlainExecution};
-pub use crate::failure::{Failure, Probe, ViaAsRefError, ViaAsRefLocalError, ViaDisplay, ViaError};
-pub use crate::operation::OperationName;
-pub use crate::read_only::{is_read_only, is_read_only_prepared};
-pub use crate::receiver::{
+pub use crate::dispatch::d1_prepare::{ViaD1Prepare, ViaOtherPrepare};
+pub use crate::dispatch::receiver::{
     D1Call, D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
     Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, probed,
 };
-pub use crate::scope::{nested, record_held, record_sql, record_sql_prepared, scoped};
-pub use crate::timed_execution::{TimedAttempting, TimedExecution};
-pub use crate::timeout::{
+pub use crate::read_only::{is_read_only, is_read_only_prepared};
+pub use crate::retry::call::{Call, TimedCall, execute, execute_timed};
+pub use crate::retry::decide::Access;
+pub use crate::retry::driver::{Attempt, Driver, Plan, Scoped, Turn};
+pub use crate::retry::execution::{Attempting, Execution, Once, PlainExecution};
+pub use crate::retry::operation::OperationName;
+pub use crate::retry::scope::{nested, record_held, record_sql, record_sql_prepared, scoped};
+pub use crate::retry::timed_execution::{TimedAttempting, TimedExecution};
+pub use crate::schedule::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,
 };
 

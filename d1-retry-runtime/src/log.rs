@@ -3,10 +3,10 @@
 use core::time::Duration;
 
 use crate::PolicyError;
-use crate::decide::Withheld;
-use crate::duration;
-use crate::failure::Failure;
-use crate::operation::OperationName;
+use crate::classify::failure::Failure;
+use crate::retry::decide::Withheld;
+use crate::retry::operation::OperationName;
+use crate::schedule::duration;
 
 /// The fields every line about one failed attempt carries.
 pub(crate) struct Event<'a, 'e> {

@@ -10,14 +10,18 @@
 //! - [`link`]: how one link of a chain is read (by its `Display`, or with the `worker`
 //!   feature, a `worker::Error` from its JavaScript texts, in `worker_error.rs`).
 //! - [`log_text`]: the short text that stands for a failure in logs.
+//! - [`class`]: the three classes; [`failure`]: a failed attempt as the retry loops see it,
+//!   its class and the text it is logged by, from one reading of the error.
 //! - this file: the walk down a `source()` chain, and what a [`Failure`] keeps of it.
 //!
 //! Everything about reading errors lives here, behind the `worker` feature where it needs
 //! the `worker` crate; the `worker` module only runs things inside a Worker, and nothing here
 //! calls into it.
 //!
-//! [`Failure`]: crate::failure::Failure
+//! [`Failure`]: crate::classify::failure::Failure
 
+pub(crate) mod class;
+pub(crate) mod failure;
 mod head;
 mod link;
 mod log_text;
@@ -273,7 +277,7 @@ pub(crate) fn classify_display(error: &dyn fmt::Display) -> FailureClass {
 /// It holds the two links [`classify_chain`] found, already read the way their types call
 /// for, so writing it neither walks the chain (`source()`) nor classifies anything again.
 /// Writing never fails unless the formatter does, so that formatting a
-/// [`Failure`](crate::failure::Failure) cannot panic.
+/// [`Failure`](crate::classify::failure::Failure) cannot panic.
 #[derive(Clone, Copy)]
 pub(crate) struct ChainText<'e> {
     outer: Link<'e>,

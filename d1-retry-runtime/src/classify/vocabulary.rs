@@ -74,7 +74,10 @@ pub(crate) const PHRASES: [(&str, FailureClass); 14] = [
     // Not D1's words but d1-retry's own (`TimedOut`): a call abandoned by a time limit may
     // still run in D1. Recognised so that the error reads right after a conversion into
     // `worker::Error`, a `String` or the testing kit's error.
-    (crate::timeout::TIMED_OUT, FailureClass::MaybeExecuted),
+    (
+        crate::schedule::timeout::TIMED_OUT,
+        FailureClass::MaybeExecuted,
+    ),
 ];
 
 /// D1 error codes that start a message about the query itself (echoed SQL, a type, a column):

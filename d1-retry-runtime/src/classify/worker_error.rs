@@ -350,7 +350,7 @@ mod tests {
     /// (`Failure::of`): the same class and log text as through one, chain included.
     #[test]
     fn a_worker_error_read_as_its_own_type_reads_as_through_dyn_error() {
-        use crate::failure::Failure;
+        use crate::classify::failure::Failure;
         let cases = [
             (
                 unknown_js(

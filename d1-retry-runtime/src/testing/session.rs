@@ -97,7 +97,8 @@ impl D1DatabaseSession {
 /// would behave differently natively. (`receiver.rs` marks the kit's database and
 /// statement; the session type lives here.)
 impl crate::D1Receiver for D1DatabaseSession {
-    const D1_CALLS: crate::receiver::D1Calls = crate::receiver::D1Calls::SESSION;
+    const D1_CALLS: crate::dispatch::receiver::D1Calls =
+        crate::dispatch::receiver::D1Calls::SESSION;
 }
 
 impl D1Database {

@@ -13,11 +13,11 @@ use worker::{
     D1SessionConstraint, Error, Result,
 };
 
-use crate::call::TimedCall;
-use crate::decide::Access;
-use crate::operation::OperationName;
-use crate::receiver::Retrying;
-use crate::timeout::TimedOut;
+use crate::dispatch::receiver::Retrying;
+use crate::retry::call::TimedCall;
+use crate::retry::decide::Access;
+use crate::retry::operation::OperationName;
+use crate::schedule::timeout::TimedOut;
 use crate::worker::WorkerSleeper;
 use crate::{RetryPolicy, is_read_only, is_read_only_prepared};
 

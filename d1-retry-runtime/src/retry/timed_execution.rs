@@ -1,6 +1,6 @@
 //! An execution awaited where it is made, in a function whose policy may have time limits
 //! (time-limit options, or a `policy = PATH` the attribute cannot read): the loop of
-//! [`execution`](crate::execution), each attempt raced against the attempt timeout or what
+//! [`execution`](crate::retry::execution), each attempt raced against the attempt timeout or what
 //! is left of the deadline.
 //!
 //! `#[d1_retry]` writes the same loop as for an untimed call, with `begin_timed` and
@@ -39,12 +39,12 @@ use core::ops::{ControlFlow, Deref, DerefMut};
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-use crate::call::{Limit, TimedCall, convert};
-use crate::decide::Access;
-use crate::execution::{Execution, Once, PlainExecution};
-use crate::failure::Failure;
-use crate::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain, Retrying};
-use crate::timeout::TimedOut;
+use crate::classify::failure::Failure;
+use crate::dispatch::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain, Retrying};
+use crate::retry::call::{Limit, TimedCall, convert};
+use crate::retry::decide::Access;
+use crate::retry::execution::{Execution, Once, PlainExecution};
+use crate::schedule::timeout::TimedOut;
 use crate::{FailureClass, Sleeper, Stopwatch};
 
 /// What carries over between the attempts of one retried execution under time limits: the
@@ -352,7 +352,7 @@ mod tests {
     use super::*;
     use crate::RetryPolicy;
     use crate::fake::{DbError, LOST, hanging_first, retried_after_its_cut};
-    use crate::operation::OperationName;
+    use crate::retry::operation::OperationName;
     use core::cell::Cell;
     use core::time::Duration;
     use tokio::time::Instant;

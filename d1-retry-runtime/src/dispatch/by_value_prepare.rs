@@ -104,7 +104,7 @@ macro_rules! databases {
     };
 }
 
-crate::d1_prepare::d1_databases!(databases);
+crate::dispatch::d1_prepare::d1_databases!(databases);
 
 #[cfg(test)]
 mod tests {

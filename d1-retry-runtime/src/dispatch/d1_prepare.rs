@@ -18,7 +18,7 @@
 //! Such a `prepare` may return any statement (an archiving insert for the rows its
 //! argument selects), so the attribute does not judge it by its argument: the statement
 //! is out of sight, and its execution reads the SQL the statement holds when it begins
-//! ([`statement_sql`](crate::statement_sql)), the text D1 runs whoever prepared it.
+//! ([`statement_sql`](crate::dispatch::statement_sql)), the text D1 runs whoever prepared it.
 //!
 //! The probe is autoref dispatch on the receiver's type, as for the execution site
 //! (`receiver.rs`), on a mark of its own, [`D1Prepare`], implemented for the concrete types
@@ -28,8 +28,8 @@
 //! `prepare` left on those types that is not D1's, a trait's that takes the database by
 //! value, is refused at compile time (`by_value_prepare.rs`).
 
-use crate::decide::Access;
-use crate::receiver::Receiver;
+use crate::dispatch::receiver::Receiver;
+use crate::retry::decide::Access;
 
 /// Marks a database type whose `prepare(sql)` prepares `sql` as it is, so that
 /// `#[d1_retry]` judges a statement `value.prepare(sql)` makes by `sql`, at compile time.

@@ -3,7 +3,7 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 use core::time::Duration;
 
-use crate::duration::{NANOS, whole};
+use crate::schedule::duration::{NANOS, whole};
 
 /// Draws the delay of retry `retry` uniformly from `[min, max]`.
 ///

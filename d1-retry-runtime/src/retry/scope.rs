@@ -28,10 +28,10 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::cell::Cell;
 
-use crate::decide::Access;
 use crate::log;
-use crate::operation::OperationName;
 use crate::read_only::{is_read_only, is_read_only_prepared};
+use crate::retry::decide::Access;
+use crate::retry::operation::OperationName;
 
 /// The attempts being polled on this thread, as far as the D1 calls inside need to know.
 #[derive(Clone, Copy)]
@@ -115,7 +115,7 @@ pub fn record_held(access: Access, operation: OperationName<'_>) {
 /// Dynamic SQL a `read_only` body hands to `exec` where it could not borrow its attempt's
 /// record (as for [`record_held`]): unless it is read-only text, it counts as a write made,
 /// judged and logged as the attempt's own record
-/// ([`Attempt::observe`](crate::driver::Attempt::observe)) does.
+/// ([`Attempt::observe`](crate::retry::driver::Attempt::observe)) does.
 pub fn record_sql(sql: Option<&str>, operation: OperationName<'_>) {
     if !sql.is_some_and(is_read_only) {
         wrote(operation, sql);

@@ -23,11 +23,14 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use crate::decide::{Access, Facts, decide};
-use crate::failure::Failure;
-use crate::operation::OperationName;
-use crate::timeout::{TimeLimit, TimedOut};
-use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, jitter, log, scope};
+use crate::classify::failure::Failure;
+use crate::log;
+use crate::retry::decide::{Access, Facts, decide};
+use crate::retry::operation::OperationName;
+use crate::retry::scope;
+use crate::schedule::jitter;
+use crate::schedule::timeout::{TimeLimit, TimedOut};
+use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch};
 
 /// The schedule shared by the executions of one call.
 ///
@@ -721,7 +724,7 @@ mod tests {
         let waits = Waits::default();
         let call = call(&waits);
         let made = Cell::new(0);
-        let result = block_on(crate::scope::scoped(execution(
+        let result = block_on(crate::retry::scope::scoped(execution(
             &call,
             Access::ReadOnly,
             &[LOST],

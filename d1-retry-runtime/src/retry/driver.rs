@@ -10,12 +10,12 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use core::task::{Context, Poll};
 use core::time::Duration;
 
-use crate::call::{Call, race};
-use crate::decide::Access;
-use crate::failure::Failure;
-use crate::operation::OperationName;
-use crate::scope::{self, Inside};
-use crate::timeout::{TimeLimit, TimedOut};
+use crate::classify::failure::Failure;
+use crate::retry::call::{Call, race};
+use crate::retry::decide::Access;
+use crate::retry::operation::OperationName;
+use crate::retry::scope::{self, Inside};
+use crate::schedule::timeout::{TimeLimit, TimedOut};
 use crate::{RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
@@ -270,7 +270,7 @@ impl<F: Future> Future for Scoped<'_, '_, F> {
 
 /// Polls a whole-body attempt inside the scope that keeps the D1 calls within from
 /// retrying on their own, and tells `plan` of a write made within it
-/// ([`Plan::after_poll`]): the one poll of [`Turn`] and [`Scoped`].
+/// (`Plan::after_poll`): the one poll of [`Turn`] and [`Scoped`].
 #[inline(always)]
 fn poll_inside<F: Future>(
     plan: Plan<'_, '_>,
@@ -341,7 +341,7 @@ impl<'a> Attempt<'a> {
     }
 
     /// How many dynamic statements and statements made out of sight that may write the
-    /// attempts ran, and nested D1 calls that may have written ([`Plan::after_poll`]).
+    /// attempts ran, and nested D1 calls that may have written (`Plan::after_poll`).
     pub fn dynamic_writes(&self) -> u32 {
         self.dynamic_writes.load(Ordering::Relaxed)
     }
@@ -377,7 +377,7 @@ mod tests {
         let attempt = |result: Result<u32, &'static str>| {
             let polled_nested = &polled_nested;
             core::future::poll_fn(move |_| {
-                polled_nested.set(Some(crate::scope::nested()));
+                polled_nested.set(Some(crate::retry::scope::nested()));
                 Poll::Ready(result.map_err(DbError))
             })
         };
@@ -393,7 +393,10 @@ mod tests {
             Poll::Ready(Some(Ok(1)))
         ));
         assert_eq!(polled_nested.take(), Some(true));
-        assert!(!crate::scope::nested(), "the scope ends with the poll");
+        assert!(
+            !crate::retry::scope::nested(),
+            "the scope ends with the poll"
+        );
 
         // A read that may have run: retried; the turn schedules the wait and says so.
         let mut failed = core::pin::pin!(driver.turn(attempt(Err(LOST)), read, classify));
@@ -455,7 +458,7 @@ mod tests {
     /// is not the attempt's, and an `idempotent` body stays as declared.
     #[test]
     fn a_write_within_a_read_only_attempt_makes_it_a_write() {
-        use crate::scope::record_write;
+        use crate::retry::scope::record_write;
         // Pending once, then ready; records a write in poll `writing` (0: none).
         let attempt = |writing: u32| {
             let mut polls = 0;

@@ -2,12 +2,12 @@ use core::fmt::Display;
 use core::future::Future;
 use std::error::Error;
 
-use crate::decide::Access;
-use crate::driver::Driver;
-use crate::failure::Failure;
-use crate::operation::OperationName;
-use crate::scope::{Watched, record_write};
-use crate::timeout::TimedOut;
+use crate::classify::failure::Failure;
+use crate::retry::decide::Access;
+use crate::retry::driver::Driver;
+use crate::retry::operation::OperationName;
+use crate::retry::scope::{Watched, record_write};
+use crate::schedule::timeout::TimedOut;
 use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 
 /// The retry driver, for code that does not use `#[d1_retry]`.

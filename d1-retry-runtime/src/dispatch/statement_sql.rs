@@ -13,7 +13,7 @@
 //! ([`is_read_only_prepared`]).
 //!
 //! The runtime reads it only where the access the expansion hands it is `Access::Unseen`
-//! ([`Retrying::access`](crate::receiver::Retrying::access)): SQL seen at compile time
+//! ([`Retrying::access`](crate::dispatch::receiver::Retrying::access)): SQL seen at compile time
 //! costs nothing when it runs, and where it was, the `Unseen` branch folds away. The text
 //! comes through [`D1Receiver`]'s hidden method, which D1's statement types implement and
 //! every pointer and guard forwards; a statement of any other type (a wrapper of the
@@ -21,9 +21,9 @@
 //! or not text (another `workerd`).
 
 use crate::D1Receiver;
-use crate::decide::Access;
 #[cfg(feature = "worker")]
 use crate::is_read_only_prepared;
+use crate::retry::decide::Access;
 
 /// `access`, or, when it is [`Access::Unseen`], the access of the SQL `statement` holds, if
 /// it can be read.

@@ -16,7 +16,7 @@
 //! other type than D1's statements (a wrapper of the user's) is not read.
 
 use crate::D1Receiver;
-use crate::decide::Access;
+use crate::retry::decide::Access;
 
 /// A `batch`'s list of statements, probed for D1 statements whose SQL can be read.
 pub struct HeldBatch<'a, L: ?Sized>(pub &'a L);
@@ -59,7 +59,7 @@ impl<L: ?Sized> ViaOtherStatements for HeldBatch<'_, L> {
 fn statements<S: D1Receiver>(list: &[S]) -> Access {
     let mut access = Access::ReadOnly;
     for statement in list {
-        match crate::statement_sql::read(statement) {
+        match crate::dispatch::statement_sql::read(statement) {
             Access::ReadOnly => {}
             Access::Write => return Access::Write,
             _ => access = Access::Unseen,

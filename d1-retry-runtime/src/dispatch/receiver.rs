@@ -16,12 +16,12 @@ use std::cell::{Ref, RefMut};
 use std::rc::Rc;
 use std::sync::{Arc, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::call::{Call, TimedCall, execute, execute_timed};
-use crate::decide::Access;
-use crate::driver::Attempt;
-use crate::failure::Failure;
-use crate::operation::OperationName;
-use crate::timeout::TimedOut;
+use crate::classify::failure::Failure;
+use crate::retry::call::{Call, TimedCall, execute, execute_timed};
+use crate::retry::decide::Access;
+use crate::retry::driver::Attempt;
+use crate::retry::operation::OperationName;
+use crate::schedule::timeout::TimedOut;
 use crate::{Sleeper, is_read_only, is_read_only_prepared};
 
 /// Marks a type whose `first`, `all`, `run`, `raw`, `raw_js_value`, `batch`, `exec` and
@@ -122,7 +122,7 @@ impl D1Receiver for worker::D1DatabaseSession {
 impl D1Receiver for worker::D1PreparedStatement {
     const D1_CALLS: D1Calls = D1Calls::STATEMENT;
     fn d1_held_sql_read_only(&self) -> Option<bool> {
-        crate::statement_sql::worker_statement_read_only(self)
+        crate::dispatch::statement_sql::worker_statement_read_only(self)
     }
 }
 
@@ -437,7 +437,7 @@ impl Retrying {
                 Access::NotD1Call
             }
         };
-        crate::statement_sql::held(seen.and(own), receiver)
+        crate::dispatch::statement_sql::held(seen.and(own), receiver)
     }
 
     /// In a `#[d1_retry(read_only)]` attempt, before an execution whose statement the body
@@ -452,7 +452,7 @@ impl Retrying {
         _call: C,
     ) {
         if const { R::D1_CALLS.has(C::CALL) } {
-            attempt.observe_held(crate::statement_sql::read(receiver));
+            attempt.observe_held(crate::dispatch::statement_sql::read(receiver));
         }
     }
 
@@ -460,7 +460,7 @@ impl Retrying {
     /// `async` block or a closure of a `read_only` body, which may have to own all it
     /// holds (a task's future) or become a `fn` pointer. A statement that may write, or
     /// whose SQL cannot be read, is counted as a write made on this thread
-    /// ([`scope::record_held`](crate::scope::record_held)), which the attempt reads after
+    /// ([`scope::record_held`](crate::retry::scope::record_held)), which the attempt reads after
     /// each of its polls, as it reads a nested call's write: run while the body is polled,
     /// it keeps the attempt from running again; run by a task spawned from it, it escapes,
     /// as the task escapes the attempt. Logged under `operation`, the function's name, as
@@ -473,7 +473,10 @@ impl Retrying {
         operation: OperationName<'_>,
     ) {
         if const { R::D1_CALLS.has(C::CALL) } {
-            crate::scope::record_held(crate::statement_sql::read(receiver), operation);
+            crate::retry::scope::record_held(
+                crate::dispatch::statement_sql::read(receiver),
+                operation,
+            );
         }
     }
 }
@@ -876,7 +879,7 @@ mod tests {
             }
         }
         let writes = |observe: &dyn Fn(&Attempt<'_>)| {
-            let attempt = Attempt::new(crate::operation::OperationName::Named("t"));
+            let attempt = Attempt::new(crate::retry::operation::OperationName::Named("t"));
             observe(&attempt);
             attempt.dynamic_writes()
         };
@@ -896,9 +899,9 @@ mod tests {
 
         // Where the record cannot be borrowed, the same verdicts, counted on the thread.
         let counted = |observe: &dyn Fn()| {
-            let before = crate::scope::writes();
+            let before = crate::retry::scope::writes();
             observe();
-            crate::scope::writes().wrapping_sub(before)
+            crate::retry::scope::writes().wrapping_sub(before)
         };
         assert_eq!(
             counted(&|| Retrying.observe_unborrowed(&read, calls::Run, NAME)),
@@ -921,15 +924,15 @@ mod tests {
             0
         );
         assert_eq!(
-            counted(&|| crate::scope::record_held(Access::ReadOnly, NAME)),
+            counted(&|| crate::retry::scope::record_held(Access::ReadOnly, NAME)),
             0
         );
         assert_eq!(
-            counted(&|| crate::scope::record_held(Access::Write, NAME)),
+            counted(&|| crate::retry::scope::record_held(Access::Write, NAME)),
             1
         );
         assert_eq!(
-            counted(&|| crate::scope::record_held(Access::Unseen, NAME)),
+            counted(&|| crate::retry::scope::record_held(Access::Unseen, NAME)),
             1
         );
     }

@@ -42,11 +42,11 @@ use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
-use crate::call::Call;
-use crate::decide::Access;
-use crate::failure::Failure;
-use crate::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain, Retrying};
-use crate::timeout::TimeLimit;
+use crate::classify::failure::Failure;
+use crate::dispatch::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain, Retrying};
+use crate::retry::call::Call;
+use crate::retry::decide::Access;
+use crate::schedule::timeout::TimeLimit;
 use crate::{Sleeper, Stopwatch};
 
 /// What carries over between the attempts of one retried execution: the call's schedule,
@@ -102,7 +102,7 @@ impl<'c, S: Sleeper> Execution<'c, S> {
     }
 
     /// The decision after a failure: the wait before the next attempt, or `None`. Under
-    /// time limits ([`TimedExecution`](crate::timed_execution::TimedExecution)), `cut` is
+    /// time limits ([`TimedExecution`](crate::retry::timed_execution::TimedExecution)), `cut` is
     /// the limit that cut the attempt, and `started` the deadline's stopwatch.
     pub(crate) fn decide(
         &mut self,
@@ -304,7 +304,7 @@ mod tests {
     use super::*;
     use crate::RetryPolicy;
     use crate::fake::{DbError, LOST, OncePending, Waits};
-    use crate::operation::OperationName;
+    use crate::retry::operation::OperationName;
     use core::cell::Cell;
 
     /// Polls `future` until it is ready, 20 times at most (a mutant that never finishes

@@ -1,0 +1,15 @@
+//! What the `#[d1_retry]` expansion calls into, chosen at compile time by the types it
+//! meets, since the attribute itself sees no types.
+//!
+//! - [`receiver`]: which method calls are D1 executions (the [`D1Receiver`](crate::D1Receiver)
+//!   mark) and the site that retries them or makes them as written.
+//! - [`d1_prepare`] and [`by_value_prepare`]: whose `prepare` is trusted to make a statement
+//!   with the SQL handed to it.
+//! - [`statement_sql`] and [`batch_sql`]: the SQL a statement or a batch's list holds, read
+//!   when its execution begins, for statements the attribute could not see being made.
+
+pub(crate) mod batch_sql;
+pub(crate) mod by_value_prepare;
+pub(crate) mod d1_prepare;
+pub(crate) mod receiver;
+pub(crate) mod statement_sql;
