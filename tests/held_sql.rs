@@ -113,6 +113,13 @@ impl Repo {
         Ok(())
     }
 
+    /// The field's statement awaited itself, as a clone, since awaiting takes it.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn field_awaited(&self) -> Result<(), Error> {
+        self.statement.clone().await?;
+        Ok(())
+    }
+
     /// The field's statement under time limits, the path the example Worker's methods
     /// take.
     #[d1_retry(policy = TIMED)]
@@ -191,6 +198,7 @@ async fn held(shape: &str, sql: &str) -> (bool, usize, D1Database) {
         }
         "helper" => repo.from_a_helper(sql, false).await,
         "helper, awaited" => repo.from_a_helper(sql, true).await,
+        "field, awaited as a clone" => repo.field_awaited().await,
         "timed" => repo.field_timed().await,
         "joined" => repo.joined().await,
         other => unreachable!("{other}"),
@@ -198,7 +206,7 @@ async fn held(shape: &str, sql: &str) -> (bool, usize, D1Database) {
     (result.is_ok(), calls_with(&db, sql), db)
 }
 
-const SHAPES: [&str; 9] = [
+const SHAPES: [&str; 10] = [
     "field",
     "arc",
     "refcell",
@@ -206,6 +214,7 @@ const SHAPES: [&str; 9] = [
     "passed in",
     "helper",
     "helper, awaited",
+    "field, awaited as a clone",
     "timed",
     "joined",
 ];

@@ -15,7 +15,9 @@ use core::pin::Pin;
 
 use d1_retry::testing::{D1Database, D1PreparedStatement, D1Result, Error, Message, Timing};
 use d1_retry::{RetryPolicy, d1_retry};
-use test_support::{Logs, calls_with, count, fail_once, orders_and_audit};
+use test_support::{
+    Archive, Logs, calls_with, count, fail_once, join_all, orders_and_audit, orders_with_archive,
+};
 
 const NO_BUDGET: RetryPolicy = RetryPolicy::DEFAULT.without_budget();
 const INSERT: &str = "INSERT INTO orders";
@@ -151,9 +153,19 @@ enum Shape {
     FnPointer,
     /// In an `async move` block a closure returns.
     Closure,
+    /// Awaited itself (a statement is `IntoFuture`), as a clone, since awaiting takes it:
+    /// `self.statement.clone().await`.
+    Awaited,
+    /// A helper's statement, awaited itself: `made(db)?.await`.
+    AwaitedHelper,
+    /// Its execution called by its path: `D1PreparedStatement::run(&self.statement)`.
+    ByPath,
+    /// Its execution's path handed on as a function:
+    /// `join_all(statements.iter().map(D1PreparedStatement::run))`.
+    PathMapped,
 }
 
-const SHAPES: [Shape; 12] = [
+const SHAPES: [Shape; 16] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -166,6 +178,10 @@ const SHAPES: [Shape; 12] = [
     Shape::Owning,
     Shape::FnPointer,
     Shape::Closure,
+    Shape::Awaited,
+    Shape::AwaitedHelper,
+    Shape::ByPath,
+    Shape::PathMapped,
 ];
 
 /// What a statement's `run` returns, boxed, for a `fn` pointer to name.
@@ -236,6 +252,21 @@ impl Kept {
                 let run = |statement: D1PreparedStatement| async move { statement.run().await };
                 run(stmt.clone()).await?;
             }
+            Shape::Awaited => {
+                self.statement.clone().await?;
+            }
+            Shape::AwaitedHelper => {
+                made(&self.db, sql)?.await?;
+            }
+            Shape::ByPath => {
+                D1PreparedStatement::run(&self.statement).await?;
+            }
+            Shape::PathMapped => {
+                let statements = [self.statement.clone()];
+                for ran in join_all(statements.iter().map(D1PreparedStatement::run)).await {
+                    ran?;
+                }
+            }
         }
         orders(&self.db).await
     }
@@ -267,6 +298,23 @@ impl Kept {
             }
             Shape::Helper => {
                 made(&self.db, sql)?.run().await?;
+            }
+            Shape::Awaited => {
+                let stmt = &self.statement;
+                stmt.clone().await?;
+            }
+            Shape::AwaitedHelper => {
+                made(&self.db, sql)?.await?;
+            }
+            Shape::ByPath => {
+                <D1PreparedStatement>::run(&self.statement).await?;
+            }
+            Shape::PathMapped => {
+                let statements = [self.statement.clone()];
+                let run = D1PreparedStatement::run;
+                for ran in join_all(statements.iter().map(run)).await {
+                    ran?;
+                }
             }
         }
         orders(&self.db).await
@@ -520,5 +568,116 @@ async fn dynamic_sql_beyond_the_attempt_is_judged_as_it_runs() {
             0
         );
         assert_eq!(calls_with(&db, read), 2, "exec: {exec}");
+    }
+}
+
+/// A repository with a statement builder of its own next to D1's database.
+struct Archiving {
+    db: D1Database,
+    archive: Archive,
+}
+
+impl Archiving {
+    /// Declared `read_only`; runs a statement made by `prepare` from a text that reads:
+    /// D1's own (`archive == false`), or the builder's, which makes it an `INSERT` that
+    /// archives what the text selects. Then the nested read `orders`.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn select_then_count(&self, archive: bool, bound: bool) -> Result<i64, Error> {
+        if archive && bound {
+            let statement = self.archive.prepare("SELECT item FROM orders");
+            statement.run().await?;
+        } else if archive {
+            self.archive
+                .prepare("SELECT item FROM orders")
+                .run()
+                .await?;
+        } else {
+            self.db.prepare("SELECT item FROM orders").run().await?;
+        }
+        orders(&self.db).await
+    }
+
+    /// The same under time limits, the builder reached as a value (`self.archive()`).
+    #[d1_retry(read_only, policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
+    async fn select_then_count_bounded(&self, archive: bool, bound: bool) -> Result<i64, Error> {
+        if archive && bound {
+            let statement = self.archive().prepare("SELECT item FROM orders");
+            statement.run().await?;
+        } else if archive {
+            self.archive()
+                .prepare("SELECT item FROM orders")
+                .run()
+                .await?;
+        } else {
+            self.db.prepare("SELECT item FROM orders").run().await?;
+        }
+        orders(&self.db).await
+    }
+
+    fn archive(&self) -> Archive {
+        self.archive.clone()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_prepare_that_is_not_d1_s_stops_a_read_only_body_from_running_again() {
+    for (bounded, bound) in [(false, false), (false, true), (true, false), (true, true)] {
+        let db = orders_with_archive();
+        fail_once(
+            &db,
+            READ,
+            Message::NetworkConnectionLost,
+            Timing::AfterExecution,
+        );
+        let repo = Archiving {
+            db: db.clone(),
+            archive: Archive { db: db.clone() },
+        };
+        let (logs, guard) = Logs::capture();
+        let archived = if bounded {
+            repo.select_then_count_bounded(true, bound).await
+        } else {
+            repo.select_then_count(true, bound).await
+        };
+        drop(guard);
+        // The builder's `INSERT` ran, then the read failed after it ran: running the body
+        // again would archive the orders twice.
+        assert!(archived.is_err(), "bounded: {bounded}, bound: {bound}");
+        assert_eq!(
+            count(&db, "SELECT count(*) FROM archive"),
+            1,
+            "bounded: {bounded}, bound: {bound}"
+        );
+        assert!(
+            logs.lines()
+                .iter()
+                .any(|line| line.contains("ERROR") && line.contains("ran SQL that may write")),
+            "bounded: {bounded}, bound: {bound}:\n{}",
+            logs.text()
+        );
+
+        // D1's own `prepare` of the same text reads: the body is run again.
+        let db = orders_with_archive();
+        fail_once(
+            &db,
+            READ,
+            Message::NetworkConnectionLost,
+            Timing::AfterExecution,
+        );
+        let repo = Archiving {
+            db: db.clone(),
+            archive: Archive { db: db.clone() },
+        };
+        let counted = if bounded {
+            repo.select_then_count_bounded(false, bound).await
+        } else {
+            repo.select_then_count(false, bound).await
+        };
+        assert_eq!(counted.unwrap(), 1, "bounded: {bounded}, bound: {bound}");
+        assert_eq!(
+            calls_with(&db, READ),
+            2,
+            "bounded: {bounded}, bound: {bound}"
+        );
     }
 }

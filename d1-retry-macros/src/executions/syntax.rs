@@ -211,7 +211,8 @@ pub(super) fn is_place(expr: &Expr) -> bool {
 }
 
 /// An expression that may be a statement: a variable, a field, or a `prepare(..)`,
-/// `.bind(..)`, `query!(..)` chain, or a shared borrow of one.
+/// `.bind(..)`, `query!(..)` chain, a `.clone()` of one (how a statement kept for later is
+/// awaited, since awaiting takes it by value), or a shared borrow of one.
 pub(super) fn statement_like(expr: &Expr) -> bool {
     match expr {
         Expr::Paren(inner) => statement_like(&inner.expr),
@@ -219,6 +220,9 @@ pub(super) fn statement_like(expr: &Expr) -> bool {
         Expr::Try(inner) => statement_like(&inner.expr),
         // Not `&mut`: the statement may be replaced through it (`*stmt = ..`, a helper).
         Expr::Reference(inner) if inner.mutability.is_none() => statement_like(&inner.expr),
+        Expr::MethodCall(call) if call.method == "clone" && call.args.is_empty() => {
+            statement_like(&call.receiver)
+        }
         Expr::MethodCall(call) => {
             matches!(
                 call.method.to_string().as_str(),

@@ -41,7 +41,10 @@ use crate::{Sleeper, is_read_only, is_read_only_prepared};
 /// ```
 ///
 /// What the mark promises: those methods take `&self` and arguments that can be cloned,
-/// and return a future of `Result<T, E>`; an `IntoFuture` receiver is `Clone`. A call on a
+/// and return a future of `Result<T, E>`; an `IntoFuture` receiver is `Clone`; and each
+/// makes one D1 call, since a call that fails before D1 is reached is made again whole (a
+/// `run` of yours that writes an audit row and then runs the statement would write the
+/// audit row again when the statement's call fails before it is sent). A call on a
 /// type without the mark is made once, as written, and never retried. A generic receiver
 /// counts only when its bounds include `D1Receiver`.
 ///

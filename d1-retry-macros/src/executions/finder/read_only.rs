@@ -14,12 +14,15 @@ use crate::executions::Mode;
 use crate::executions::bindings::keeps_the_sql;
 use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call};
-use crate::executions::syntax::{is_d1_path, is_place, is_place_expression, strip_parens};
-use crate::executions::vocabulary::STATEMENT_EXECUTIONS;
+use crate::executions::syntax::{
+    Database, is_d1_path, is_place, is_place_expression, strip_parens,
+};
+use crate::executions::vocabulary::{STATEMENT_EXECUTIONS, execution_path};
 use crate::sql::Handed;
 
 impl Finder<'_> {
-    /// Whether a `read_only` body made the statement `expr` in sight: a `prepare(..)`,
+    /// Whether a `read_only` body made the statement `expr` in sight: a `prepare(..)` on a
+    /// receiver probed by type where the call stands ([`observe_prepare`](Self::observe_prepare)),
     /// `D1Database::prepare(db, ..)` (whose SQL `whole_body_sql` judges), through
     /// `.bind(..)`, `?`, a borrow, or a name bound once to one of them
     /// ([`sighted_binding`](Self::sighted_binding)). Anything else (a parameter, a field, a
@@ -32,8 +35,18 @@ impl Finder<'_> {
             Expr::Group(inner) => self.made_in_sight(&inner.expr),
             Expr::Try(inner) => self.made_in_sight(&inner.expr),
             Expr::Reference(inner) => self.made_in_sight(&inner.expr),
+            // A `prepare` already observed (`observe_prepare`).
+            Expr::Field(field) => self
+                .observed_value(field)
+                .is_some_and(|value| self.made_in_sight(value)),
             Expr::MethodCall(call) if keeps_the_sql(call) => self.made_in_sight(&call.receiver),
-            Expr::MethodCall(call) => call.method == "prepare" && call.args.len() == 1,
+            // Made in sight if its receiver can be probed where the call stands: the probe
+            // tells the attempt of a `prepare` that is not D1's (`observe_prepare`).
+            Expr::MethodCall(call) => {
+                call.method == "prepare"
+                    && call.args.len() == 1
+                    && !matches!(Database::of(strip_parens(&call.receiver)), Database::Unseen)
+            }
             Expr::Call(call) => is_d1_path(&call.func, "prepare") && call.args.len() == 2,
             // Only names bound once are ever sighted (`sighted_binding`).
             Expr::Path(path) if path.qself.is_none() => path
@@ -148,20 +161,11 @@ impl Finder<'_> {
     pub(super) fn observed(&mut self, call: &ExprMethodCall, awaited: bool) -> TokenStream {
         self.observes_held = true;
         let private = &self.names.private;
-        let attempt = &self.names.attempt;
         let span = call.method.span();
         let whole = call.span();
         let own = own_call(private, &call.method.to_string(), span);
         let beyond = self.beyond_attempt;
-        let operation = &self.names.operation;
-        let observe = |receiver: &TokenStream| {
-            let site = quote_spanned!(span=> (&&#private::Receiver::of(&#receiver)).d1_site());
-            if beyond {
-                quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own, #operation))
-            } else {
-                quote_spanned!(span=> #site.observe(#attempt, &#receiver, #own))
-            }
-        };
+        let observe = |receiver: &TokenStream| self.observation(receiver, &own, span, beyond);
         let awaiting = awaited.then(|| quote_spanned!(whole=> .await));
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let with_receiver = |receiver: TokenStream| {
@@ -216,5 +220,266 @@ impl Finder<'_> {
             }
             _ => {}
         }
+        self.observe_prepare(expr);
+        self.observe_path_call(expr);
     }
+
+    /// The observation of `receiver`'s statement by a call `own` (`calls::Run`, ..): by the
+    /// attempt's record, or, `unborrowed`, by the thread's count of writes (in an `async`
+    /// block or a closure, see [`observe_access`](Self::observe_access)). Nothing on a
+    /// receiver that is not D1's (`Plain`).
+    fn observation(
+        &self,
+        receiver: &TokenStream,
+        own: &TokenStream,
+        span: Span,
+        unborrowed: bool,
+    ) -> TokenStream {
+        let private = &self.names.private;
+        let site = quote_spanned!(span=> (&&#private::Receiver::of(&#receiver)).d1_site());
+        if unborrowed {
+            let operation = &self.names.operation;
+            quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own, #operation))
+        } else {
+            let attempt = &self.names.attempt;
+            quote_spanned!(span=> #site.observe(#attempt, &#receiver, #own))
+        }
+    }
+
+    /// In a `read_only` body, `recv.prepare(sql)` with `sql` judged where it is written
+    /// ([`whole_body_sql`](Self::whole_body_sql)): that vouches for the statement only if
+    /// `recv` is D1's database or session (a `D1Prepare`). Any other `prepare` (a builder of
+    /// the user's that wraps the text it is handed in an `INSERT`, a wrapper's) may make a
+    /// statement that writes from a text that reads, so the attempt is told of it as a
+    /// statement out of sight: a write, and the body is not run again. Its receiver's type
+    /// is probed where the call stands, before it runs, as per-call mode probes it
+    /// ([`Finder::database_check`]): a variable or a field of one borrowed, any other place
+    /// inside a closure that is never called, a value moved through a `match` on its way
+    /// to the call. A receiver that can be neither (a macro, a place reached through a
+    /// call) leaves the statement out of sight ([`made_in_sight`](Self::made_in_sight)),
+    /// read where it runs. On D1's own `prepare` the probe is a constant read-only access,
+    /// and the observation nothing.
+    pub(super) fn observe_prepare(&self, expr: &mut Expr) {
+        let Expr::MethodCall(call) = expr else {
+            return;
+        };
+        if !self.observing() || call.method != "prepare" || call.args.len() != 1 {
+            return;
+        }
+        let private = &self.names.private;
+        let span = call.receiver.span();
+        let probe = |receiver: TokenStream| {
+            let access = quote_spanned! {span=>
+                {
+                    #[allow(unused_imports)]
+                    use #private::{ViaD1Prepare as _, ViaOtherPrepare as _};
+                    (&&#receiver).d1_prepare()
+                }
+            };
+            self.observe_access(access, span)
+        };
+        match Database::of(strip_parens(&call.receiver)) {
+            Database::Place { borrowed, variable } => {
+                let receiver = if variable {
+                    quote_spanned!(span=> #private::Receiver::of(#borrowed))
+                } else {
+                    quote_spanned!(span=> #private::probed(|| #private::Receiver::of(#borrowed)))
+                };
+                let observe = probe(receiver);
+                *expr = observed_first(observe, expr.clone());
+            }
+            Database::Value => {
+                let value = Ident::new("__d1_retry_database", Span::mixed_site());
+                let observe = probe(quote_spanned!(span=> #private::Receiver::of(&#value)));
+                let receiver = &call.receiver;
+                *call.receiver = Expr::Verbatim(quote_spanned! {span=>
+                    (match #receiver {
+                        #value => (#observe, #value).1
+                    })
+                });
+            }
+            Database::Unseen => {}
+        }
+    }
+
+    /// In a `read_only` body, `base.await` on what may be a statement made out of sight (a
+    /// field's clone, a helper's statement, a parameter): awaiting a D1 statement runs it,
+    /// so it is observed as its `.await` begins, as an execution is ([`observed`](Self::observed)).
+    /// Anything else that is awaited (a future, another function's call) is not D1's
+    /// statement, and its observation is nothing (`Plain`); an execution's own future was
+    /// observed where it was made ([`awaits_pending`](Self::awaits_pending)). The value is
+    /// moved through a `match` to its `.await`, which takes it by value anyway; the
+    /// scrutinee's temporaries live to the end of the statement, as the `.await`'s did.
+    pub(super) fn observed_await(&mut self, base: &Expr) -> Option<TokenStream> {
+        if !self.observing() || self.made_in_sight(base) || self.awaits_pending(base) {
+            return None;
+        }
+        match strip_parens(base) {
+            Expr::Async(_) | Expr::Block(_) | Expr::Macro(_) | Expr::Closure(_) => return None,
+            // `D1PreparedStatement::run(&stmt).await`: its statement was observed as the
+            // call began (`observe_path_call`).
+            Expr::Call(call) if execution_path(&call.func).is_some() => return None,
+            _ => {}
+        }
+        self.observes_held = true;
+        let private = &self.names.private;
+        let span = base.span();
+        let own = own_call(private, ".await", span);
+        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
+        Some(quote_spanned! {span=>
+            (match #base {
+                #recv => (#observe, #recv).1
+            }).await
+        })
+    }
+
+    /// In a `read_only` body, an execution called by its path (`D1PreparedStatement::run(
+    /// &stmt)`, `<D1PreparedStatement>::first(&stmt, None)`): its first argument, the
+    /// statement, is observed as the call begins, as a method call's receiver is
+    /// ([`observed`](Self::observed)), moved through a `match` on its way to the call.
+    /// Nothing on an argument that is not D1's statement (`Iterator::all(it, f)`).
+    pub(super) fn observe_path_call(&mut self, expr: &mut Expr) {
+        let Expr::Call(call) = expr else {
+            return;
+        };
+        if !self.observing() {
+            return;
+        }
+        let Some(method) = execution_path(&call.func) else {
+            return;
+        };
+        let private = &self.names.private;
+        if method == "batch" {
+            // `D1Database::batch(&db, list)`: the list, as `observe_list` observes a method
+            // call's.
+            let Some(list) = call.args.iter_mut().nth(1) else {
+                return;
+            };
+            if self.list_in_sight(list) {
+                return;
+            }
+            let span = list.span();
+            let held = Ident::new("__d1_retry_list", Span::mixed_site());
+            let access = held_batch_access(private, &held.to_token_stream(), span);
+            let observe = self.observe_access(access, span);
+            *list = Expr::Verbatim(quote_spanned! {span=>
+                match #list {
+                    #held => (#observe, #held).1
+                }
+            });
+            return;
+        }
+        let Some(statement) = call.args.first_mut() else {
+            return;
+        };
+        self.observes_held = true;
+        let span = statement.span();
+        let own = own_call(private, &method, span);
+        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
+        *statement = Expr::Verbatim(quote_spanned! {span=>
+            match #statement {
+                #recv => (#observe, #recv).1
+            }
+        });
+    }
+
+    /// In a `read_only` body, an execution's path handed on as a function
+    /// (`stmts.iter().map(D1PreparedStatement::run)`): a closure that makes the same call
+    /// after observing its statement, by the thread's count of writes, which borrows
+    /// nothing, so that the closure captures nothing and is still a `fn` pointer where one
+    /// is needed. The call is made first, which only builds its future and fixes the
+    /// statement's type for the observation; nothing runs before the future is polled.
+    pub(super) fn observed_path(&mut self, expr: &Expr) -> Option<TokenStream> {
+        if !self.observing() {
+            return None;
+        }
+        let method = execution_path(expr).filter(|method| method != "batch")?;
+        // The closure's parameters must be the function's: only D1's own statement type's
+        // executions are known to take the statement and (`first`) a column. Any other
+        // type's function of such a name (`Iterator::all`, a module's `run`) is left as
+        // written, a function the attempt cannot see into, as a helper is.
+        let Expr::Path(path) = expr else {
+            return None;
+        };
+        let statement_type = match &path.qself {
+            Some(qself) => matches!(&*qself.ty, syn::Type::Path(ty)
+                if ty.path.segments.last().is_some_and(|s| s.ident == "D1PreparedStatement")),
+            None => {
+                let segments = &path.path.segments;
+                segments.len() >= 2 && segments[segments.len() - 2].ident == "D1PreparedStatement"
+            }
+        };
+        if !statement_type {
+            return None;
+        }
+        self.observes_held = true;
+        let private = &self.names.private;
+        let span = expr.span();
+        let own = own_call(private, &method, span);
+        let statement = Ident::new("__d1_retry_statement", Span::mixed_site());
+        let future = Ident::new("__d1_retry_future", Span::mixed_site());
+        let observe = self.observation(&statement.to_token_stream(), &own, span, true);
+        let (params, args) = if method == "first" {
+            let column = Ident::new("__d1_retry_column", Span::mixed_site());
+            (quote!(#statement, #column), quote!(#statement, #column))
+        } else {
+            (quote!(#statement), quote!(#statement))
+        };
+        Some(quote_spanned! {span=>
+            |#params| {
+                let #future = #expr(#args);
+                #observe;
+                #future
+            }
+        })
+    }
+    /// The value of an [`observed_first`] tuple, whose observation is tokens the expansion
+    /// made: `Expr::Verbatim`, or, once a macro's arguments were rewritten and read again
+    /// (`vec![..]`), a call of the attempt's `observe_held` or of `record_held`, names the
+    /// user's code cannot write (the attempt's is mixed-site).
+    fn observed_value<'e>(&self, field: &'e syn::ExprField) -> Option<&'e Expr> {
+        let Expr::Tuple(tuple) = &*field.base else {
+            return None;
+        };
+        let syn::Member::Unnamed(index) = &field.member else {
+            return None;
+        };
+        if index.index != 1 || tuple.elems.len() != 2 {
+            return None;
+        }
+        let observation = match tuple.elems.first()? {
+            Expr::Verbatim(_) => true,
+            Expr::MethodCall(call) => {
+                call.method == "observe_held"
+                    && matches!(&*call.receiver, Expr::Path(path)
+                        if path.path.is_ident(&self.names.attempt))
+            }
+            Expr::Call(call) => matches!(&*call.func, Expr::Path(path)
+                if path.path.segments.last().is_some_and(|s| s.ident == "record_held")),
+            _ => false,
+        };
+        observation.then(|| tuple.elems.last()).flatten()
+    }
+}
+
+/// `(observation, value).1`: `value`, once `observation` ran, as a tuple of syntax, not of
+/// tokens, so that what the value is can still be read
+/// ([`Finder::observed_value`]).
+fn observed_first(observation: TokenStream, value: Expr) -> Expr {
+    let span = value.span();
+    let mut elems = Punctuated::new();
+    elems.push(Expr::Verbatim(observation));
+    elems.push(value);
+    Expr::Field(syn::ExprField {
+        attrs: Vec::new(),
+        base: Box::new(Expr::Tuple(syn::ExprTuple {
+            attrs: Vec::new(),
+            paren_token: syn::token::Paren(span),
+            elems,
+        })),
+        dot_token: Token![.](span),
+        member: syn::Member::Unnamed(syn::Index { index: 1, span }),
+    })
 }

@@ -10,7 +10,9 @@ use super::{Finder, Known, Statements};
 use crate::executions::bindings::name;
 use crate::executions::generated::const_access;
 use crate::executions::syntax::{chosen, statement_like, strip_parens, strip_parens_mut};
-use crate::executions::vocabulary::{EXPRESSION_MACROS, MacroArguments, is_execution, macro_name};
+use crate::executions::vocabulary::{
+    EXPRESSION_MACROS, MacroArguments, execution_path, is_execution, macro_name,
+};
 use crate::executions::{Execution, Mode};
 use crate::sql::Sql;
 
@@ -177,6 +179,8 @@ impl VisitMut for Finder<'_> {
                 self.visit_expr_mut(base);
                 if let Some(rewritten) = self.awaited_statement(base) {
                     *expr = Expr::Verbatim(rewritten);
+                } else if let Some(rewritten) = self.observed_await(base) {
+                    *expr = Expr::Verbatim(rewritten);
                 }
             }
             Expr::MethodCall(call) if is_execution(call) => {
@@ -185,9 +189,24 @@ impl VisitMut for Finder<'_> {
                     *expr = Expr::Verbatim(rewritten);
                 }
             }
+            // An execution called by its path: its arguments are visited, not the path, which
+            // would be observed as a function handed on (below).
+            Expr::Call(call)
+                if self.mode != Mode::PerCall && execution_path(&call.func).is_some() =>
+            {
+                for arg in &mut call.args {
+                    self.visit_expr_mut(arg);
+                }
+                self.whole_body_sql(expr);
+            }
             Expr::MethodCall(_) | Expr::Call(_) if self.mode != Mode::PerCall => {
                 visit_mut::visit_expr_mut(self, expr);
                 self.whole_body_sql(expr);
+            }
+            Expr::Path(_) => {
+                if let Some(rewritten) = self.observed_path(expr) {
+                    *expr = Expr::Verbatim(rewritten);
+                }
             }
             Expr::Array(array) => {
                 // An element's type must stay the plain call's: `[a.run(), b.run()]`.
