@@ -40,9 +40,14 @@ const fn mix(mut z: u64) -> u64 {
 /// and isolates, so that callers that fail together do not retry together.
 fn fresh_seed() -> u64 {
     static CALLS: AtomicU64 = AtomicU64::new(0);
-    let call = CALLS.fetch_add(1, Ordering::Relaxed);
-    // SplitMix64's increment keeps consecutive seeds far apart.
-    platform_entropy() ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    seed_for(platform_entropy(), CALLS.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The seed of the `call`th unseeded draw: distinct for each call even where the platform
+/// has no entropy to give (wasm32 without the `worker` feature), since SplitMix64's
+/// increment keeps consecutive seeds far apart.
+const fn seed_for(entropy: u64, call: u64) -> u64 {
+    entropy ^ call.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 #[cfg(all(feature = "worker", target_arch = "wasm32"))]
@@ -107,6 +112,44 @@ mod tests {
             spread.iter().any(|d| *d > Duration::from_micros(2500)),
             "{spread:?}"
         );
+    }
+
+    #[test]
+    fn the_mix_is_splitmix64() {
+        // SplitMix64's first three outputs from state 0 (its reference implementation,
+        // as used to seed xoshiro): a weaker mix would still stay within bounds.
+        assert_eq!(mix(0), 0xE220_A839_7B1D_CDAF);
+        assert_eq!(mix(0x9E37_79B9_7F4A_7C15), 0x6E78_9E6A_A1B9_65F4);
+        assert_eq!(mix(0x3C6E_F372_FE94_F82A), 0x06C4_5D18_8009_454F);
+    }
+
+    #[test]
+    fn every_seed_draws_anew_for_each_retry() {
+        // The retry is mixed into the seed by a XOR, which no seed can cancel out for two
+        // retries: an OR would, for a seed that has the retries' bits set already.
+        let (min, max) = (Duration::ZERO, Duration::from_nanos(u64::MAX - 1));
+        for seed in [0, u64::MAX, 0x9E37_79B9_7F4A_7C15, 0x3C6E_F372_FE94_F82A] {
+            let draws: std::collections::BTreeSet<_> = (0..4)
+                .map(|retry| draw(Some(seed), retry, min, max))
+                .collect();
+            assert_eq!(draws.len(), 4, "seed {seed:#x}");
+        }
+    }
+
+    #[test]
+    fn both_ends_of_the_interval_are_drawn() {
+        let (min, max) = (Duration::from_nanos(7), Duration::from_nanos(8));
+        let draws: std::collections::BTreeSet<_> =
+            (0..64).map(|seed| draw(Some(seed), 1, min, max)).collect();
+        assert_eq!(draws.into_iter().collect::<Vec<_>>(), [min, max]);
+    }
+
+    #[test]
+    fn unseeded_draws_differ_even_without_platform_entropy() {
+        let seeds: std::collections::BTreeSet<_> = (0..16).map(|call| seed_for(0, call)).collect();
+        assert_eq!(seeds.len(), 16);
+        assert_eq!(seed_for(5, 0), 5);
+        assert_ne!(seed_for(5, 1), seed_for(4, 1));
     }
 
     #[test]
