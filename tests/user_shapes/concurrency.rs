@@ -1,0 +1,238 @@
+//! Futures combined: `tokio::join!`, `tokio::try_join!`, `join_all` over `async move`
+//! blocks, `tokio::select!`, a boxed future, a plain helper returning `impl Future`, and
+//! closures that build or run statements.
+
+use core::future::Future;
+use core::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use d1_retry::d1_retry;
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error};
+
+use crate::harness::{Count, Effects, INSERT_ITEM, NO_BUDGET, READ_N, n, sweep, sweep_leaving};
+
+struct Concurrent {
+    db: D1Database,
+    effects: Arc<Effects>,
+}
+
+impl Concurrent {
+    /// Two writes and a read at once. (A temporary `db.prepare(..).run()` as a `join!`
+    /// argument does not compile in plain Rust either: E0716.)
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn joined(&self) -> Result<i64, Error> {
+        let w1 = self.db.prepare("INSERT INTO orders (item) VALUES ('j1')");
+        let r = self.db.prepare(READ_N);
+        let w2 = self.db.prepare("INSERT INTO audit (what) VALUES ('j2')");
+        let (a, b, c) = tokio::join!(w1.run(), r.first::<Count>(None), w2.run());
+        a?;
+        self.effects.push("a");
+        let b = b?;
+        c?;
+        self.effects.push("c");
+        // The count depends on the order the calls ran in: only its presence is compared.
+        Ok(n(b).min(0))
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn try_joined(&self) -> Result<i64, Error> {
+        let s1 = self.db.prepare("INSERT INTO orders (item) VALUES ('tj1')");
+        let s2 = self.db.prepare("SELECT count(*) AS n FROM audit");
+        let s3 = self.db.prepare("INSERT INTO audit (what) VALUES ('tj2')");
+        let (_, b, _) = tokio::try_join!(s1.run(), s2.first::<Count>(None), s3.run())?;
+        self.effects.push("joined");
+        Ok(n(b).min(0))
+    }
+
+    /// One `async move` block per item, each binding a clone of one prepared insert.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn join_all_blocks(&self, items: &[&str]) -> Result<i64, Error> {
+        let insert = self.db.prepare(INSERT_ITEM);
+        let effects = &self.effects;
+        let futures = items.iter().map(|item| {
+            let insert = insert.clone();
+            async move {
+                let bound = insert.bind(&[(*item).into()])?;
+                bound.run().await?;
+                effects.push(format!("joined {item}"));
+                Ok::<_, Error>(1i64)
+            }
+        });
+        let mut total = 0;
+        for r in test_support::join_all(futures).await {
+            total += r?;
+        }
+        let c = self.db.prepare(READ_N).first::<Count>(None).await?;
+        Ok(total * 100 + n(c))
+    }
+
+    /// A write raced against a long sleep with `select!`: the write wins.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn selected(&self) -> Result<i64, Error> {
+        let w = self.db.prepare("INSERT INTO orders (item) VALUES ('sel')");
+        let out = tokio::select! {
+            r = w.run() => { r?; 1 }
+            _ = tokio::time::sleep(Duration::from_secs(3600)) => 2,
+        };
+        self.effects.push("selected");
+        let c = self.db.prepare(READ_N).first::<Count>(None).await?;
+        Ok(out * 100 + n(c))
+    }
+
+    /// A future boxed as `Pin<Box<dyn Future>>` in the body and awaited later.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn boxed_future(&self) -> Result<i64, Error> {
+        let stmt = self
+            .db
+            .prepare("INSERT INTO orders (item) VALUES ('boxed')");
+        let fut: Pin<Box<dyn Future<Output = Result<i64, Error>> + '_>> = Box::pin(async move {
+            stmt.run().await?;
+            self.effects.push("boxed ran");
+            let c = self.db.prepare(READ_N).first::<Count>(None).await?;
+            Ok(n(c))
+        });
+        self.effects.push("boxed made");
+        fut.await
+    }
+
+    /// A plain helper (not annotated) returning `impl Future`.
+    #[allow(
+        clippy::manual_async_fn,
+        reason = "the shape: a helper returning `impl Future`"
+    )]
+    fn insert_later(&self, item: String) -> impl Future<Output = Result<(), Error>> + '_ {
+        async move {
+            self.db
+                .prepare(INSERT_ITEM)
+                .bind(&[item.into()])?
+                .run()
+                .await?;
+            Ok(())
+        }
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn impl_future_helper(&self) -> Result<i64, Error> {
+        let c = self.db.prepare(READ_N).first::<Count>(None).await?;
+        self.effects.push("read");
+        self.insert_later("later".to_owned()).await?;
+        self.effects.push("helper");
+        Ok(n(c))
+    }
+
+    /// `?` inside a closure that builds a statement, an `async` block awaited in place, and
+    /// a closure returning an `async move` block that runs the statement it is given.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn closures(&self, item: &str) -> Result<i64, Error> {
+        let make = |item: &str| -> Result<D1PreparedStatement, Error> {
+            self.db.prepare(INSERT_ITEM).bind(&[item.into()])
+        };
+        make(item)?.run().await?;
+        self.effects.push("closure stmt");
+        let n2 = async {
+            self.db
+                .prepare("INSERT INTO audit (what) VALUES (?1)")
+                .bind(&[item.into()])?
+                .run()
+                .await?;
+            self.effects.push("async block");
+            let c = self.db.prepare(READ_N).first::<Count>(None).await?;
+            Ok::<_, Error>(n(c))
+        }
+        .await?;
+        let run = |s: D1PreparedStatement| async move { s.run().await };
+        let extra = self
+            .db
+            .prepare("INSERT INTO archive (item) VALUES ('via fn')");
+        run(extra).await?;
+        self.effects.push("closure run");
+        Ok(n2)
+    }
+
+    /// A closure whose parameter shadows a read-named local, running the write it is given.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn closure_shadow(&self) -> Result<i64, Error> {
+        let stmt = self.db.prepare(READ_N);
+        let a = stmt.first::<Count>(None).await?;
+        let go = |stmt: D1PreparedStatement| async move { stmt.run().await };
+        let w = self
+            .db
+            .prepare("INSERT INTO orders (item) VALUES ('closure shadow')");
+        go(w).await?;
+        self.effects.push("went");
+        Ok(n(a))
+    }
+}
+
+/// The futures in `join!` and `try_join!` are executions on variables: each is retried on
+/// its own, the writes land once, the read is retried.
+#[tokio::test(start_paused = true)]
+async fn writes_joined_with_a_read_land_once_whatever_fails() {
+    sweep("tokio::join!", |db, effects| async move {
+        Concurrent { db, effects }.joined().await
+    })
+    .await;
+    sweep("tokio::try_join!", |db, effects| async move {
+        Concurrent { db, effects }.try_joined().await
+    })
+    .await;
+}
+
+/// Inserts fanned out over `async move` blocks and joined: a failure of one item's insert
+/// neither repeats the others nor its own when it may have run.
+#[tokio::test(start_paused = true)]
+async fn inserts_fanned_out_in_async_blocks_land_once_whatever_fails() {
+    sweep("join_all of async move blocks", |db, effects| async move {
+        Concurrent { db, effects }
+            .join_all_blocks(&["x", "y", "z"])
+            .await
+    })
+    .await;
+}
+
+/// `select!` is not one of the expression macros the attribute sees into, so the write
+/// raced in it runs as written: never retried, never repeated; the read after it is.
+#[tokio::test(start_paused = true)]
+async fn a_write_raced_in_select_runs_as_written_and_never_twice() {
+    sweep_leaving("tokio::select!", &["('sel')"], |db, effects| async move {
+        Concurrent { db, effects }.selected().await
+    })
+    .await;
+}
+
+/// A future boxed in the body and awaited later keeps its calls retried and its side
+/// effects single.
+#[tokio::test(start_paused = true)]
+async fn a_boxed_future_awaited_later_lands_its_write_once() {
+    sweep("Pin<Box<dyn Future>>", |db, effects| async move {
+        Concurrent { db, effects }.boxed_future().await
+    })
+    .await;
+}
+
+/// A plain helper's write is made once and not retried (the README: annotate the helper
+/// to have it retried); the read before it still is.
+#[tokio::test(start_paused = true)]
+async fn a_plain_helper_s_write_runs_as_written_and_never_twice() {
+    sweep_leaving(
+        "impl Future helper",
+        &["INSERT INTO orders"],
+        |db, effects| async move { Concurrent { db, effects }.impl_future_helper().await },
+    )
+    .await;
+}
+
+/// Statements built by closures, in an `async` block, and run by a closure's `async move`
+/// block (also one whose parameter shadows a read's name): each write lands once.
+#[tokio::test(start_paused = true)]
+async fn statements_built_or_run_by_closures_land_once_whatever_fails() {
+    sweep("closures", |db, effects| async move {
+        Concurrent { db, effects }.closures("cl").await
+    })
+    .await;
+    sweep("closure shadowing a read", |db, effects| async move {
+        Concurrent { db, effects }.closure_shadow().await
+    })
+    .await;
+}

@@ -1,0 +1,37 @@
+//! User shapes: `#[d1_retry]` on repository code written the ways Workers code is really
+//! written (traits and generics, statements kept in fields and chosen in loops and labelled
+//! blocks, futures joined and raced, SQL chosen by `match` or built by `format!`, error
+//! types of the user's own), each swept with a failure at every D1 call it makes.
+//!
+//! Every shape runs once without failures, then once per call index and per failure: "not
+//! executed" before the call ran, "maybe executed" before it ran and after it ran. Each run
+//! starts from a fresh local D1 (the testing kit's SQLite), and [`harness::sweep`] holds it to
+//! the retry table of the README:
+//! - no write is executed twice, and a write that failed "maybe executed" is never sent
+//!   again: its caller gets the error;
+//! - a side effect of the body outside D1 (a queue send, a counter) happens at most once:
+//!   only the failed call is made again, never the code around it;
+//! - a "not executed" failure, and a "maybe executed" failure of a read, are retried to the
+//!   clean run's outcome: same result, same rows, same side effects;
+//! - a call the README says is left as written (inside a macro other than the expression
+//!   macros it knows, inside a plain helper) is not retried: it is sent once and its
+//!   caller gets the failure.
+//!
+//! By concept: [`harness`] is the sweep, its schema and helpers; [`generic_repos`] traits,
+//! generics and smart pointers; [`statements_kept`] statements held in fields, options,
+//! containers and names bound in loops, labelled blocks and patterns; [`concurrency`]
+//! joined, raced, boxed futures and closures; [`sql_forms`] the forms SQL takes in the
+//! source and the D1 calls it goes to; [`errors`] the user's own error types;
+//! [`read_only`] `#[d1_retry(read_only)]` bodies; [`scanner_traps`] SQL meant to fool the
+//! read-only scanner, judged by SQLite itself.
+//!
+//! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
+
+mod concurrency;
+mod errors;
+mod generic_repos;
+mod harness;
+mod read_only;
+mod scanner_traps;
+mod sql_forms;
+mod statements_kept;
