@@ -23,7 +23,9 @@
 //! joined, raced, boxed futures and closures; [`sql_forms`] the forms SQL takes in the
 //! source and the D1 calls it goes to; [`errors`] the user's own error types;
 //! [`read_only`] `#[d1_retry(read_only)]` bodies; [`scanner_traps`] SQL meant to fool the
-//! read-only scanner, judged by SQLite itself.
+//! read-only scanner, judged by SQLite itself; [`time_limits`] the same kinds of shapes
+//! under an attempt timeout and a deadline (options, or a policy constant), swept with
+//! stalls as well as failures by [`harness::sweep_timed`].
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
@@ -35,3 +37,4 @@ mod read_only;
 mod scanner_traps;
 mod sql_forms;
 mod statements_kept;
+mod time_limits;

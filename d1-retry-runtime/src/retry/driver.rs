@@ -222,13 +222,23 @@ impl Plan<'_, '_> {
     /// After a poll of a `read_only` attempt: a D1 call made within it that may have
     /// written (a nested `#[d1_retry]` function's, a `D1Retry`'s), counted since `writes`
     /// ([`scope::writes`]), is a write the next attempt would make again.
-    fn after_poll(self, writes: u32) {
-        if let Plan::ReadOnly(attempts) = self
-            && scope::writes() != writes
-        {
-            // Counted without a line of its own: the call that wrote logged its failure if
-            // it failed, and the attempt's is withheld as `write_in_read_only`.
-            attempts.dynamic_writes.fetch_add(1, Ordering::Relaxed);
+    ///
+    /// It also keeps the balance of the executions that may write begun and settled
+    /// within the attempt ([`scope::in_flight_marks`], since `marks`): one still in flight
+    /// when the attempt is cut by a time limit, or dropped by it, may have run, and no
+    /// count of writes saw it.
+    fn after_poll(self, writes: u32, marks: (u32, u32)) {
+        if let Plan::ReadOnly(attempts) = self {
+            if scope::writes() != writes {
+                // Counted without a line of its own: the call that wrote logged its failure
+                // if it failed, and the attempt's is withheld as `write_in_read_only`.
+                attempts.dynamic_writes.fetch_add(1, Ordering::Relaxed);
+            }
+            let (begun, settled) = scope::in_flight_marks();
+            let delta = begun
+                .wrapping_sub(marks.0)
+                .wrapping_sub(settled.wrapping_sub(marks.1));
+            attempts.in_flight.fetch_add(delta, Ordering::Relaxed);
         }
     }
 
@@ -236,7 +246,12 @@ impl Plan<'_, '_> {
     pub fn access(&self) -> Access {
         match self {
             Plan::Idempotent => Access::Idempotent,
-            Plan::ReadOnly(attempts) if attempts.dynamic_writes() == 0 => Access::ReadOnly,
+            Plan::ReadOnly(attempts)
+                if attempts.dynamic_writes() == 0
+                    && attempts.in_flight.load(Ordering::Relaxed) == 0 =>
+            {
+                Access::ReadOnly
+            }
             Plan::ReadOnly(_) => Access::Unretryable,
         }
     }
@@ -278,11 +293,12 @@ fn poll_inside<F: Future>(
     cx: &mut Context<'_>,
 ) -> Poll<F::Output> {
     let writes = scope::writes();
+    let marks = scope::in_flight_marks();
     let poll = {
         let _inside = Inside::enter();
         attempt.poll(cx)
     };
-    plan.after_poll(writes);
+    plan.after_poll(writes, marks);
     poll
 }
 
@@ -299,6 +315,9 @@ fn poll_inside<F: Future>(
 pub struct Attempt<'a> {
     operation: OperationName<'a>,
     dynamic_writes: AtomicU32,
+    /// Executions that may write begun and not settled within the attempts (wrapping;
+    /// 0 when none is in flight): see `Plan::after_poll`.
+    in_flight: AtomicU32,
 }
 
 impl<'a> Attempt<'a> {
@@ -307,6 +326,7 @@ impl<'a> Attempt<'a> {
         Attempt {
             operation,
             dynamic_writes: AtomicU32::new(0),
+            in_flight: AtomicU32::new(0),
         }
     }
 

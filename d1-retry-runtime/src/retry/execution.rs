@@ -110,15 +110,28 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         cut: Option<TimeLimit>,
         started: Option<Stopwatch>,
     ) -> Option<Pin<Box<S::Sleep>>> {
-        let delay =
+        let Some(delay) =
             self.call
-                .decide_after(failure, self.access, self.attempts, cut, started, None)?;
+                .decide_after(failure, self.access, self.attempts, cut, started, None)
+        else {
+            self.settle();
+            return None;
+        };
         Some(self.call.wait(delay))
     }
 
     /// After a successful attempt (see [`Call::completed`]).
     pub(crate) fn succeeded(&self) {
         self.call.completed(self.access);
+        self.settle();
+    }
+
+    /// The execution is over: one that may write is no longer in flight
+    /// ([`scope::begin_write`](crate::retry::scope::begin_write)).
+    fn settle(&self) {
+        if self.access.may_write() {
+            crate::retry::scope::settle_write();
+        }
     }
 
     /// The call's schedule.
@@ -258,6 +271,9 @@ impl Retrying {
     /// Starts an execution awaited where it is made, with no arguments: see the module.
     #[inline(always)]
     pub fn begin<'c, S: Sleeper>(self, call: &'c Call<'c, S>, access: Access) -> Execution<'c, S> {
+        if access.may_write() {
+            crate::retry::scope::begin_write();
+        }
         Execution {
             call,
             access,

@@ -45,6 +45,12 @@ struct Scopes {
     /// D1 calls made on this thread that may have written; wraps, as only differences
     /// are read.
     writes: u32,
+    /// Executions that may write begun on this thread, and those of them settled (they
+    /// succeeded, or gave up): an attempt cut by a time limit, or that dropped one in
+    /// flight (`try_join!`, `select!`), may have left a write running that no count of
+    /// [`writes`](Self::writes) saw. Both wrap; only differences are read.
+    begun: u32,
+    settled: u32,
 }
 
 std::thread_local! {
@@ -53,6 +59,8 @@ std::thread_local! {
             whole: 0,
             watched: None,
             writes: 0,
+            begun: 0,
+            settled: 0,
         })
     };
 }
@@ -88,6 +96,30 @@ pub async fn scoped<F: Future>(attempt: F) -> F::Output {
         attempt.as_mut().poll(cx)
     })
     .await
+}
+
+/// Counts an execution that may write as it begins ([`settle_write`] when it ends).
+pub(crate) fn begin_write() {
+    update(|scopes| Scopes {
+        begun: scopes.begun.wrapping_add(1),
+        ..scopes
+    });
+}
+
+/// Counts an execution that may write as it ends: it succeeded (and counted its write), or
+/// gave up (and counted it if it may have run).
+pub(crate) fn settle_write() {
+    update(|scopes| Scopes {
+        settled: scopes.settled.wrapping_add(1),
+        ..scopes
+    });
+}
+
+/// The executions that may write begun and settled on this thread so far: an attempt
+/// compares them before and after each poll to learn how many of its own are in flight.
+pub(crate) fn in_flight_marks() -> (u32, u32) {
+    let scopes = SCOPES.with(Cell::get);
+    (scopes.begun, scopes.settled)
 }
 
 /// Counts a D1 call that may have written: one that completed, or failed in a way that
