@@ -309,3 +309,62 @@ async fn attempts_never_multiply() {
     assert_eq!(calls_with(&db, READ), 5);
     assert_eq!(landed(&db, "a"), 1);
 }
+
+/// The insert and a read, joined: when the read fails first, `try_join!` drops the insert
+/// while it is in flight.
+async fn place_and_count(repo: &Repo) -> Result<(), Error> {
+    let (placed, _) = tokio::try_join!(repo.place("joined"), repo.count_orders())?;
+    Ok(placed)
+}
+
+impl Repo {
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn count_orders(&self) -> Result<i64, Error> {
+        let row = self.db.prepare(READ).first::<Count>(None).await?;
+        Ok(row.map_or(0, |row| row.n))
+    }
+
+    /// Declared `read_only`, but joins an insert with the read.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn joined_read_only(&self) -> Result<(), Error> {
+        place_and_count(self).await
+    }
+}
+
+/// A write dropped in flight may have run: a `Retry` whose attempt may write, or a
+/// `read_only` body, that left one behind is not run again, though the failure that ended
+/// the attempt reached no D1 (the read's). The insert lands, then its answer is late; the
+/// read fails before D1 is reached.
+#[tokio::test(start_paused = true)]
+async fn a_write_dropped_in_flight_is_not_made_again() {
+    for read_only in [true, false] {
+        let db = database();
+        db.add_fault(
+            Fault::stall(core::time::Duration::from_secs(1))
+                .after_execution()
+                .when_sql_contains("INSERT")
+                .times(1),
+        );
+        db.add_fault(
+            Fault::new(Message::CannotResolve)
+                .when_sql_contains(READ)
+                .times(1),
+        );
+        let repo = Repo { db: db.clone() };
+        let result = if read_only {
+            repo.joined_read_only().await
+        } else {
+            Retry::new("orders.joined")
+                .policy(NO_BUDGET)
+                .run(|| place_and_count(&repo))
+                .await
+        };
+        assert!(result.is_err(), "read_only: {read_only}");
+        assert_eq!(
+            count(&db, "SELECT count(*) FROM orders"),
+            1,
+            "read_only: {read_only}"
+        );
+        assert_eq!(calls_with(&db, "INSERT"), 1, "read_only: {read_only}");
+    }
+}

@@ -178,6 +178,9 @@ pub(crate) struct Watched<'a, F> {
     /// read-only or idempotent), and is entered as a whole-body attempt is.
     watch: bool,
     wrote: bool,
+    /// Executions that may write begun and not settled within the attempt (wrapping): one
+    /// dropped in flight (a `try_join!` whose other branch failed) may have run.
+    in_flight: u32,
 }
 
 impl<'a, F: Future> Watched<'a, F> {
@@ -187,14 +190,16 @@ impl<'a, F: Future> Watched<'a, F> {
             attempt,
             watch,
             wrote: false,
+            in_flight: 0,
         }
     }
 }
 
 impl<F> Watched<'_, F> {
-    /// Whether a D1 call made in the attempt may have written.
+    /// Whether a D1 call made in the attempt may have written, or an execution that may
+    /// write was left in flight by it.
     pub(crate) fn wrote(&self) -> bool {
-        self.wrote
+        self.wrote || self.in_flight != 0
     }
 }
 
@@ -203,6 +208,7 @@ impl<F: Future> Future for Watched<'_, F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
+        let (begun, settled) = in_flight_marks();
         let (poll, before) = if this.watch {
             let guard = Watching::enter(this.wrote);
             (this.attempt.as_mut().poll(cx), guard.since)
@@ -212,6 +218,11 @@ impl<F: Future> Future for Watched<'_, F> {
             (this.attempt.as_mut().poll(cx), before)
         };
         this.wrote |= SCOPES.with(Cell::get).writes != before;
+        let (begun_now, settled_now) = in_flight_marks();
+        this.in_flight = this
+            .in_flight
+            .wrapping_add(begun_now.wrapping_sub(begun))
+            .wrapping_sub(settled_now.wrapping_sub(settled));
         poll
     }
 }
