@@ -1189,6 +1189,12 @@ fn a_read_only_body_reads_the_sql_of_statements_made_out_of_sight() {
         body.matches("HeldBatch (& __d1_retry_list)").count()
     };
     assert_eq!(batches("{ db.batch(statements).await }"), 1);
+    // Called by its path: the list is its second argument.
+    assert_eq!(batches("{ D1Database::batch(&db, statements).await }"), 1);
+    assert_eq!(
+        batches(r#"{ D1Database::batch(&db, vec![db.prepare("SELECT 1")]).await }"#),
+        0
+    );
     assert_eq!(
         batches("{ db.batch(vec![stmt, db.prepare(SQL)]).await }"),
         1

@@ -95,7 +95,15 @@ impl Finder<'_> {
         let Some(list) = call.args.first_mut() else {
             return;
         };
-        if !observing || self.list_in_sight(list) {
+        if observing {
+            self.observe_list_argument(list);
+        }
+    }
+
+    /// `list`, a `batch`'s argument, moved through an observation of its statements' SQL,
+    /// unless it is written out of statements made in sight.
+    fn observe_list_argument(&self, list: &mut Expr) {
+        if self.list_in_sight(list) {
             return;
         }
         let private = &self.names.private;
@@ -353,21 +361,9 @@ impl Finder<'_> {
         if method == "batch" {
             // `D1Database::batch(&db, list)`: the list, as `observe_list` observes a method
             // call's.
-            let Some(list) = call.args.iter_mut().nth(1) else {
-                return;
-            };
-            if self.list_in_sight(list) {
-                return;
+            if let Some(list) = call.args.iter_mut().nth(1) {
+                self.observe_list_argument(list);
             }
-            let span = list.span();
-            let held = Ident::new("__d1_retry_list", Span::mixed_site());
-            let access = held_batch_access(private, &held.to_token_stream(), span);
-            let observe = self.observe_access(access, span);
-            *list = Expr::Verbatim(quote_spanned! {span=>
-                match #list {
-                    #held => (#observe, #held).1
-                }
-            });
             return;
         }
         let Some(statement) = call.args.first_mut() else {
