@@ -94,6 +94,15 @@ async fn record_visit(db: &D1Database) -> Result<(), Error> {
     Ok(())
 }
 
+/// The same write, its future kept before it is awaited: the runtime's own loop retries it.
+#[d1_retry(policy = NO_BUDGET)]
+async fn record_visit_kept(db: &D1Database) -> Result<(), Error> {
+    let statement = db.prepare("INSERT INTO audit (what) VALUES ('visit kept')");
+    let pending = statement.run();
+    pending.await?;
+    Ok(())
+}
+
 /// The same write, time-limited like the body that calls it.
 #[d1_retry(policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
 async fn record_visit_timed(db: &D1Database) -> Result<(), Error> {
@@ -245,6 +254,15 @@ impl Shop {
     async fn page_with_untimed_visit(&self) -> Result<i64, Error> {
         let c = self.db.prepare(READ_N).first::<Count>(None).await?;
         record_visit(&self.db).await?;
+        let d = self.db.prepare(READ_N).first::<Count>(None).await?;
+        Ok(n(c) * 10 + n(d))
+    }
+
+    /// The same page, its nested write's future kept before it is awaited.
+    #[d1_retry(read_only, policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
+    async fn page_with_kept_visit(&self) -> Result<i64, Error> {
+        let c = self.db.prepare(READ_N).first::<Count>(None).await?;
+        record_visit_kept(&self.db).await?;
         let d = self.db.prepare(READ_N).first::<Count>(None).await?;
         Ok(n(c) * 10 + n(d))
     }
@@ -557,4 +575,33 @@ async fn the_timed_sweep_notices_a_cut_write_sent_again() {
         vouched_wrongly(&db).await
     })
     .await;
+}
+
+/// The same cut, with the nested write's future kept before it is awaited, which the
+/// runtime's own loop (not the expansion's) retries: it too counts as in flight from its
+/// first attempt until it ends, so the body is not run again.
+#[tokio::test(start_paused = true)]
+async fn a_read_only_body_cut_during_its_nested_kept_write_is_not_run_again() {
+    let db = crate::harness::database();
+    db.add_fault(
+        d1_retry::testing::Fault::stall(Duration::from_secs(600))
+            .after_execution()
+            .when_sql_contains("'visit kept'")
+            .times(1),
+    );
+    let result = shop(db.clone(), Arc::default())
+        .page_with_kept_visit()
+        .await;
+    assert_eq!(
+        test_support::calls_with(&db, "'visit kept'"),
+        1,
+        "{result:?}"
+    );
+    assert_eq!(crate::harness::rows(&db, "audit"), 1, "{result:?}");
+    assert!(
+        result
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("D1 call timed out")),
+        "{result:?}"
+    );
 }

@@ -552,6 +552,12 @@ fn drive<S: Sleeper>(
         if !state.running {
             state.running = true;
             state.attempts += 1;
+            // In flight from its first attempt until it ends, as an execution the expansion
+            // loops over (`Execution::settle`): an attempt that encloses it and is cut
+            // meanwhile must not run it again.
+            if state.attempts == 1 && access.may_write() {
+                scope::begin_write();
+            }
             state.limit = match &limits {
                 Some(limits) => call.attempt_limit(limits.started),
                 None => None,
@@ -569,6 +575,7 @@ fn drive<S: Sleeper>(
         let cut = match expired.map_or_else(|| site.poll_attempt(cx), |_| Poll::Pending) {
             Poll::Ready(true) => {
                 call.completed(access);
+                settle(access);
                 return Poll::Ready(None);
             }
             Poll::Ready(false) => None,
@@ -619,8 +626,18 @@ fn drive<S: Sleeper>(
         };
         match delay {
             Some(delay) => state.waiting = Some(call.wait(delay)),
-            None => return Poll::Ready(cut),
+            None => {
+                settle(access);
+                return Poll::Ready(cut);
+            }
         }
+    }
+}
+
+/// The end of an execution [`drive`] retried: one that may write is no longer in flight.
+fn settle(access: Access) {
+    if access.may_write() {
+        scope::settle_write();
     }
 }
 
