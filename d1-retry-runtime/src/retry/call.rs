@@ -553,10 +553,10 @@ fn drive<S: Sleeper>(
             state.running = true;
             state.attempts += 1;
             // In flight from its first attempt until it ends, as an execution the expansion
-            // loops over (`Execution::settle`): an attempt that encloses it and is cut
+            // loops over is (`Retrying::begin`): an attempt that encloses it and is cut
             // meanwhile must not run it again.
-            if state.attempts == 1 && access.may_write() {
-                scope::begin_write();
+            if state.attempts == 1 {
+                scope::begin_write(access);
             }
             state.limit = match &limits {
                 Some(limits) => call.attempt_limit(limits.started),
@@ -575,7 +575,7 @@ fn drive<S: Sleeper>(
         let cut = match expired.map_or_else(|| site.poll_attempt(cx), |_| Poll::Pending) {
             Poll::Ready(true) => {
                 call.completed(access);
-                settle(access);
+                scope::settle_write(access);
                 return Poll::Ready(None);
             }
             Poll::Ready(false) => None,
@@ -627,17 +627,10 @@ fn drive<S: Sleeper>(
         match delay {
             Some(delay) => state.waiting = Some(call.wait(delay)),
             None => {
-                settle(access);
+                scope::settle_write(access);
                 return Poll::Ready(cut);
             }
         }
-    }
-}
-
-/// The end of an execution [`drive`] retried: one that may write is no longer in flight.
-fn settle(access: Access) {
-    if access.may_write() {
-        scope::settle_write();
     }
 }
 

@@ -14,7 +14,7 @@ use crate::classify::failure::Failure;
 use crate::retry::call::{Call, race};
 use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
-use crate::retry::scope::{self, Inside};
+use crate::retry::scope::{self, InFlight, Inside};
 use crate::schedule::timeout::{TimeLimit, TimedOut};
 use crate::{RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
@@ -224,21 +224,19 @@ impl Plan<'_, '_> {
     /// ([`scope::writes`]), is a write the next attempt would make again.
     ///
     /// It also keeps the balance of the executions that may write begun and settled
-    /// within the attempt ([`scope::in_flight_marks`], since `marks`): one still in flight
+    /// within the attempt ([`InFlight`], since `marks`): one still in flight
     /// when the attempt is cut by a time limit, or dropped by it, may have run, and no
     /// count of writes saw it.
-    fn after_poll(self, writes: u32, marks: (u32, u32)) {
+    fn after_poll(self, writes: u32, marks: InFlight) {
         if let Plan::ReadOnly(attempts) = self {
             if scope::writes() != writes {
                 // Counted without a line of its own: the call that wrote logged its failure
                 // if it failed, and the attempt's is withheld as `write_in_read_only`.
                 attempts.dynamic_writes.fetch_add(1, Ordering::Relaxed);
             }
-            let (begun, settled) = scope::in_flight_marks();
-            let delta = begun
-                .wrapping_sub(marks.0)
-                .wrapping_sub(settled.wrapping_sub(marks.1));
-            attempts.in_flight.fetch_add(delta, Ordering::Relaxed);
+            attempts
+                .in_flight
+                .fetch_add(marks.since(), Ordering::Relaxed);
         }
     }
 
@@ -293,7 +291,7 @@ fn poll_inside<F: Future>(
     cx: &mut Context<'_>,
 ) -> Poll<F::Output> {
     let writes = scope::writes();
-    let marks = scope::in_flight_marks();
+    let marks = InFlight::mark();
     let poll = {
         let _inside = Inside::enter();
         attempt.poll(cx)

@@ -114,7 +114,7 @@ impl<'c, S: Sleeper> Execution<'c, S> {
             self.call
                 .decide_after(failure, self.access, self.attempts, cut, started, None)
         else {
-            self.settle();
+            crate::retry::scope::settle_write(self.access);
             return None;
         };
         Some(self.call.wait(delay))
@@ -123,15 +123,7 @@ impl<'c, S: Sleeper> Execution<'c, S> {
     /// After a successful attempt (see [`Call::completed`]).
     pub(crate) fn succeeded(&self) {
         self.call.completed(self.access);
-        self.settle();
-    }
-
-    /// The execution is over: one that may write is no longer in flight
-    /// ([`scope::begin_write`](crate::retry::scope::begin_write)).
-    fn settle(&self) {
-        if self.access.may_write() {
-            crate::retry::scope::settle_write();
-        }
+        crate::retry::scope::settle_write(self.access);
     }
 
     /// The call's schedule.
@@ -271,9 +263,7 @@ impl Retrying {
     /// Starts an execution awaited where it is made, with no arguments: see the module.
     #[inline(always)]
     pub fn begin<'c, S: Sleeper>(self, call: &'c Call<'c, S>, access: Access) -> Execution<'c, S> {
-        if access.may_write() {
-            crate::retry::scope::begin_write();
-        }
+        crate::retry::scope::begin_write(access);
         Execution {
             call,
             access,

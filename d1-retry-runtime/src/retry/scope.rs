@@ -98,28 +98,54 @@ pub async fn scoped<F: Future>(attempt: F) -> F::Output {
     .await
 }
 
-/// Counts an execution that may write as it begins ([`settle_write`] when it ends).
-pub(crate) fn begin_write() {
-    update(|scopes| Scopes {
-        begun: scopes.begun.wrapping_add(1),
-        ..scopes
-    });
+/// Counts an execution of `access` as it begins, if it may write ([`settle_write`] when
+/// it ends).
+pub(crate) fn begin_write(access: Access) {
+    if access.may_write() {
+        update(|scopes| Scopes {
+            begun: scopes.begun.wrapping_add(1),
+            ..scopes
+        });
+    }
 }
 
-/// Counts an execution that may write as it ends: it succeeded (and counted its write), or
-/// gave up (and counted it if it may have run).
-pub(crate) fn settle_write() {
-    update(|scopes| Scopes {
-        settled: scopes.settled.wrapping_add(1),
-        ..scopes
-    });
+/// Counts an execution of `access` as it ends, if it may write: it succeeded (and counted
+/// its write), or gave up (and counted it if it may have run).
+pub(crate) fn settle_write(access: Access) {
+    if access.may_write() {
+        update(|scopes| Scopes {
+            settled: scopes.settled.wrapping_add(1),
+            ..scopes
+        });
+    }
 }
 
-/// The executions that may write begun and settled on this thread so far: an attempt
-/// compares them before and after each poll to learn how many of its own are in flight.
-pub(crate) fn in_flight_marks() -> (u32, u32) {
-    let scopes = SCOPES.with(Cell::get);
-    (scopes.begun, scopes.settled)
+/// The executions that may write begun and settled on this thread when it was taken: an
+/// attempt takes one before each poll, and learns after it how many of its own executions
+/// the poll left in flight ([`since`](Self::since)).
+#[derive(Clone, Copy)]
+pub(crate) struct InFlight {
+    begun: u32,
+    settled: u32,
+}
+
+impl InFlight {
+    pub(crate) fn mark() -> InFlight {
+        let scopes = SCOPES.with(Cell::get);
+        InFlight {
+            begun: scopes.begun,
+            settled: scopes.settled,
+        }
+    }
+
+    /// Executions begun since the mark less those settled since (wrapping: a poll may
+    /// settle one an earlier poll began).
+    pub(crate) fn since(self) -> u32 {
+        let now = InFlight::mark();
+        now.begun
+            .wrapping_sub(self.begun)
+            .wrapping_sub(now.settled.wrapping_sub(self.settled))
+    }
 }
 
 /// Counts a D1 call that may have written: one that completed, or failed in a way that
@@ -208,7 +234,7 @@ impl<F: Future> Future for Watched<'_, F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
-        let (begun, settled) = in_flight_marks();
+        let marks = InFlight::mark();
         let (poll, before) = if this.watch {
             let guard = Watching::enter(this.wrote);
             (this.attempt.as_mut().poll(cx), guard.since)
@@ -218,11 +244,7 @@ impl<F: Future> Future for Watched<'_, F> {
             (this.attempt.as_mut().poll(cx), before)
         };
         this.wrote |= SCOPES.with(Cell::get).writes != before;
-        let (begun_now, settled_now) = in_flight_marks();
-        this.in_flight = this
-            .in_flight
-            .wrapping_add(begun_now.wrapping_sub(begun))
-            .wrapping_sub(settled_now.wrapping_sub(settled));
+        this.in_flight = this.in_flight.wrapping_add(marks.since());
         poll
     }
 }
