@@ -96,12 +96,18 @@ enum Access {
     Write,
     /// Declared `idempotent`: running it twice leaves what running it once leaves.
     Idempotent,
+    /// May write, through `first` or `raw`, which decode the rows in the same call: its
+    /// error may be a row's own text, whatever it says, so it runs once.
+    DecodedWrite,
 }
 
 /// The rule under test, stated independently of d1-retry's code: failures that never
 /// reached D1 are retried for every call; failures that may have run, only for calls that
 /// can run twice safely; permanent failures never.
 fn retried(message: Message, access: Access) -> bool {
+    if access == Access::DecodedWrite {
+        return false;
+    }
     match message.documented_class() {
         Some(FailureClass::NotExecuted) => true,
         Some(FailureClass::MaybeExecuted) => access != Access::Write,
@@ -703,11 +709,12 @@ async fn fails_on_its_own<T: Debug>(
 #[tokio::test(start_paused = true)]
 async fn broken_syntax_is_permanent_and_not_retried() {
     // `SELEC` is no keyword the read-only scanner knows, so it cannot vouch that the
-    // statement only reads: d1-retry treats it as a possible write, and does not retry it
-    // after a failure that may have run.
+    // statement only reads: d1-retry treats it as a possible write, and since `first`
+    // decodes the rows in the same call (its error may be a row's text), does not retry it
+    // at all.
     fails_on_its_own(
         Operation::First,
-        Access::Write,
+        Access::DecodedWrite,
         "SELEC 1",
         "D1_ERROR: near \"SELEC\": syntax error at offset 0: SQLITE_ERROR",
         async |shop| shop.broken_syntax().await,

@@ -106,7 +106,7 @@ impl Harness {
         let Outcome { op, kind, .. } = *outcome;
         let policy = kind.policy(self.path);
         let max_attempts = policy.max_attempts();
-        let plan = kind.executions(outcome.items);
+        let plan = kind.executions(outcome.items, self.path);
         let describe = || {
             let mut text = format!("operation {outcome:#?}\njournal:\n");
             for call in calls {

@@ -348,7 +348,7 @@ impl Harness {
         let retry = match kind.access() {
             Access::Read => retry.read_only(true),
             Access::Idempotent => retry.idempotent(true),
-            Access::Write => retry,
+            Access::Write | Access::DecodedWrite => retry,
         };
         let attempt = || {
             self.stamp(op);

@@ -52,6 +52,9 @@ pub enum Access {
     Read,
     Write,
     Idempotent,
+    /// A write through `first` or `raw` on the attribute's path: their error may be a
+    /// row's own text, whatever it says, so it is never retried.
+    DecodedWrite,
 }
 
 impl Access {
@@ -59,6 +62,7 @@ impl Access {
         match self {
             Access::Read | Access::Idempotent => class != FailureClass::Permanent,
             Access::Write => class == FailureClass::NotExecuted,
+            Access::DecodedWrite => false,
         }
     }
 }
@@ -172,10 +176,12 @@ impl Kind {
 
     /// The executions the operation makes, in order, when none fails for good: how each
     /// may be retried, and the rows of `writes` it adds. `items` is an insert loop's length.
-    pub fn executions(self, items: u32) -> Vec<(Access, i64)> {
+    /// On the attribute's path, the dynamic write goes through `raw`: a decoded write.
+    pub fn executions(self, items: u32, path: Path) -> Vec<(Access, i64)> {
         match self {
             Kind::ReadWriteRead => vec![(Access::Read, 0), (Access::Write, 1), (Access::Read, 0)],
             Kind::InsertLoop => vec![(Access::Write, 1); items as usize],
+            Kind::DynamicWrite if path == Path::Macro => vec![(Access::DecodedWrite, 1)],
             _ => vec![(self.access(), self.rows_written())],
         }
     }

@@ -54,10 +54,11 @@ fn class_of(call: &Call) -> Option<FailureClass> {
 }
 
 /// The rule per execution: not executed → retry; maybe executed → only if read-only;
-/// permanent → never. An execution inside a plain helper is never retried.
+/// permanent → never. An execution inside a plain helper, and a write through `first` or
+/// `raw`, are never retried.
 fn retryable(access: Access, class: FailureClass) -> bool {
     match (access, class) {
-        (Access::Plain, _) | (_, FailureClass::Permanent) => false,
+        (Access::Plain | Access::DecodedWrite, _) | (_, FailureClass::Permanent) => false,
         (_, FailureClass::NotExecuted) => true,
         (Access::Read, FailureClass::MaybeExecuted) => true,
         (Access::Write, FailureClass::MaybeExecuted) => false,

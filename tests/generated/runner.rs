@@ -25,6 +25,9 @@ pub enum Access {
     Read,
     /// SQL that may write (seen, or unseen): retried only when not executed.
     Write,
+    /// SQL that may write, through `first` or `raw`, which decode the rows in the same
+    /// call (its error may be a row's text): never retried.
+    DecodedWrite,
     /// An execution inside a plain helper: made once, as written.
     Plain,
 }
@@ -275,7 +278,7 @@ impl Runner {
                 Op::Write(WriteKind::Returning) => {
                     let id = next_id;
                     next_id += 1;
-                    let tag = self.begin(scope, Access::Write, vec![id]);
+                    let tag = self.begin(scope, Access::DecodedWrite, vec![id]);
                     self.db
                         .prepare("INSERT INTO items (tag, id) VALUES (?1, ?2) RETURNING id")
                         .bind(&[tag.into(), id.into()])?

@@ -30,9 +30,11 @@
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
 mod concurrency;
+mod decoded_rows;
 mod errors;
 mod generic_repos;
 mod harness;
+mod nested_read_only;
 mod read_only;
 mod scanner_traps;
 mod sql_forms;

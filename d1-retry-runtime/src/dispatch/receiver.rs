@@ -197,6 +197,13 @@ impl D1Calls {
     pub const fn has(self, calls: D1Calls) -> bool {
         self.0 & calls.0 == calls.0
     }
+
+    /// Whether the call decodes the rows D1 returned into the caller's type in the same
+    /// call (`first`, `raw`), so that its error may be a row's text.
+    #[must_use]
+    pub const fn decodes_rows(self) -> bool {
+        self.0 != 0 && D1Calls::FIRST.with(D1Calls::RAW).has(self)
+    }
 }
 
 /// A call `#[d1_retry]` retries, as a type: the expansion hands [`Retrying::access`] one of
@@ -412,6 +419,17 @@ impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
 #[must_use]
 pub struct Unretried<R>(R);
 
+/// The access of a call that decodes the rows D1 returned (`first`, `raw`): SQL that may
+/// write becomes [`Access::DecodedWrite`], never retried, since the call's error may be a
+/// row's own text read like D1's (see there). A read stays a read: running it again
+/// writes nothing, whatever its error said.
+const fn decoded(access: Access) -> Access {
+    match access {
+        Access::Write | Access::Unseen => Access::DecodedWrite,
+        other => other,
+    }
+}
+
 impl Retrying {
     /// The access of making `call` on `receiver`, whose statements' access is `seen`:
     ///
@@ -440,7 +458,12 @@ impl Retrying {
                 Access::NotD1Call
             }
         };
-        crate::dispatch::statement_sql::held(seen.and(own), receiver)
+        let access = crate::dispatch::statement_sql::held(seen.and(own), receiver);
+        if const { C::CALL.decodes_rows() } {
+            decoded(access)
+        } else {
+            access
+        }
     }
 
     /// In a `#[d1_retry(read_only)]` attempt, before an execution whose statement the body
@@ -851,7 +874,28 @@ mod tests {
         let write = Held("DELETE FROM t");
         let unseen = Access::Unseen;
         assert_eq!(Retrying.access(unseen, &read, calls::Run), Access::ReadOnly);
-        assert_eq!(Retrying.access(unseen, &write, calls::First), Access::Write);
+        assert_eq!(Retrying.access(unseen, &write, calls::Run), Access::Write);
+        // `first` and `raw` decode the rows: a write's error may be a row's text.
+        assert_eq!(
+            Retrying.access(unseen, &write, calls::First),
+            Access::DecodedWrite
+        );
+        assert_eq!(
+            Retrying.access(unseen, &write, calls::Raw),
+            Access::DecodedWrite
+        );
+        assert_eq!(
+            Retrying.access(Access::Write, &read, calls::Raw),
+            Access::DecodedWrite
+        );
+        assert_eq!(
+            Retrying.access(unseen, &read, calls::First),
+            Access::ReadOnly
+        );
+        assert_eq!(
+            Retrying.access(unseen, &write, calls::RawJsValue),
+            Access::Write
+        );
         assert_eq!(
             Retrying.access(unseen, &&read, calls::All),
             Access::ReadOnly

@@ -181,9 +181,11 @@ impl<'a, S: Sleeper> Call<'a, S> {
         }
         let class = failure.class();
         // It may have written: an enclosing `Retry` must not make it again. A method of the
-        // user's named like a D1 call may have written in an earlier call of its own,
-        // whatever the class of the one that failed.
-        if access.may_write() && (class != FailureClass::NotExecuted || access == Access::NotD1Call)
+        // user's named like a D1 call may have written in an earlier call of its own, and a
+        // write through `first` or `raw` may fail with a row's text, whatever the class of
+        // the failure read from it.
+        if access.may_write()
+            && (class != FailureClass::NotExecuted || access.may_have_written_whatever_the_class())
         {
             scope::record_write();
         }

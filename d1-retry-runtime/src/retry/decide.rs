@@ -48,6 +48,13 @@ pub enum Access {
     /// make several D1 calls, so running it again could repeat one that completed. Made
     /// once, as written: never retried.
     NotD1Call,
+    /// SQL that may write, run by `first` or `raw`, which decode the rows D1 returned in
+    /// the same call: their error may be a row's own text (a deserialization error's
+    /// message, such as a `TryFrom` that rejects a value and echoes it), made after the
+    /// statement ran, and a row's text may read like D1's "not executed" messages. So
+    /// whatever the failure's class, the write may have run: never retried, and counted
+    /// as a write made.
+    DecodedWrite,
 }
 
 impl Access {
@@ -77,9 +84,10 @@ impl Access {
                 Access::Idempotent => 1,
                 Access::Write => 2,
                 Access::Unseen => 3,
-                Access::WroteBefore => 4,
-                Access::Unretryable => 5,
-                Access::NotD1Call => 6,
+                Access::DecodedWrite => 4,
+                Access::WroteBefore => 5,
+                Access::Unretryable => 6,
+                Access::NotD1Call => 7,
             }
         }
         if rank(other) > rank(self) {
@@ -99,6 +107,13 @@ impl Access {
     /// or declared idempotent work.
     pub(crate) const fn may_write(self) -> bool {
         !matches!(self, Access::ReadOnly | Access::Idempotent)
+    }
+
+    /// Whether a failure of the work may have left a write behind whatever its class,
+    /// even "not executed": a method of the user's may have made an earlier D1 call of its
+    /// own, and a decoded write's error may be a row's text.
+    pub(crate) const fn may_have_written_whatever_the_class(self) -> bool {
+        matches!(self, Access::NotD1Call | Access::DecodedWrite)
     }
 }
 
@@ -145,6 +160,9 @@ pub enum Withheld {
     WroteBefore,
     /// The call is a method of the user's named like a D1 call (see [`Access::NotD1Call`]).
     NotD1Call,
+    /// The call is a write through `first` or `raw`, whose error may be a row's text (see
+    /// [`Access::DecodedWrite`]).
+    DecodedWrite,
     /// An enclosing attempt that will run the call again decides: a
     /// `#[d1_retry(read_only)]` / `#[d1_retry(idempotent)]` body, or a `Retry` whose attempt
     /// has not written yet.
@@ -168,6 +186,7 @@ impl Withheld {
             Withheld::WriteInReadOnly => "write_in_read_only",
             Withheld::WroteBefore => "wrote_before",
             Withheld::NotD1Call => "not_d1_call",
+            Withheld::DecodedWrite => "decoded_write",
             Withheld::Nested => "nested",
             Withheld::Exhausted => "exhausted",
             Withheld::Budget => "budget",
@@ -226,7 +245,7 @@ pub const fn decide(facts: Facts) -> Result<(), Withheld> {
     let safe = !facts.access.may_write();
     let never = matches!(
         facts.access,
-        Access::Unretryable | Access::WroteBefore | Access::NotD1Call
+        Access::Unretryable | Access::WroteBefore | Access::NotD1Call | Access::DecodedWrite
     );
     if !should_retry(facts.class, safe) || never {
         return Err(match facts.access {
@@ -234,6 +253,7 @@ pub const fn decide(facts: Facts) -> Result<(), Withheld> {
             Access::Unretryable => Withheld::WriteInReadOnly,
             Access::WroteBefore => Withheld::WroteBefore,
             Access::NotD1Call => Withheld::NotD1Call,
+            Access::DecodedWrite => Withheld::DecodedWrite,
             _ => Withheld::MaybeExecutedWrite,
         });
     }
@@ -297,6 +317,14 @@ mod tests {
                 [
                     Err(Withheld::NotD1Call),
                     Err(Withheld::NotD1Call),
+                    Err(Withheld::Permanent),
+                ],
+            ),
+            (
+                DecodedWrite,
+                [
+                    Err(Withheld::DecodedWrite),
+                    Err(Withheld::DecodedWrite),
                     Err(Withheld::Permanent),
                 ],
             ),
@@ -445,6 +473,7 @@ mod tests {
             (Withheld::WriteInReadOnly, "write_in_read_only"),
             (Withheld::WroteBefore, "wrote_before"),
             (Withheld::NotD1Call, "not_d1_call"),
+            (Withheld::DecodedWrite, "decoded_write"),
             (Withheld::Nested, "nested"),
             (Withheld::Exhausted, "exhausted"),
             (Withheld::Budget, "budget"),

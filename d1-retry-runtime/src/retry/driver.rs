@@ -351,10 +351,16 @@ impl<'a> Attempt<'a> {
         }
     }
 
+    /// A statement that may write counts in the record, which decides this function's
+    /// next attempt, and on the thread as a write made (`scope::wrote`), which an
+    /// enclosing attempt reads: a `read_only` function that wrote and then succeeded
+    /// leaves no failure behind, and an enclosing `read_only` body or `Retry` would
+    /// otherwise run it, and its write, again. Counted as it is observed, before it runs,
+    /// so that an enclosing attempt cut or dropped while it is in flight sees it too.
     fn record(&self, sql: Option<&str>, read_only: bool) {
         if !read_only {
             self.dynamic_writes.fetch_add(1, Ordering::Relaxed);
-            crate::log::write_in_read_only(self.operation, sql);
+            scope::wrote(self.operation, sql);
         }
     }
 

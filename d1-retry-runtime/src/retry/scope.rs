@@ -187,9 +187,10 @@ pub fn record_sql_prepared(sql: Option<&str>, operation: OperationName<'_>) {
     }
 }
 
+/// A write a `read_only` body made, logged under `operation` and counted on the thread.
 /// Out of line: the three callers above are inlined into each site.
 #[inline(never)]
-fn wrote(operation: OperationName<'_>, sql: Option<&str>) {
+pub(crate) fn wrote(operation: OperationName<'_>, sql: Option<&str>) {
     log::write_in_read_only(operation, sql);
     record_write();
 }

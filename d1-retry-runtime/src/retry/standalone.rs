@@ -88,6 +88,11 @@ impl<'a, S> Retry<'a, S> {
     /// it may have run can be retried. Pass the verdict of
     /// [`is_read_only_prepared`](crate::is_read_only_prepared) for SQL handed to `prepare`,
     /// of [`is_read_only`](crate::is_read_only) for SQL handed to `exec`.
+    ///
+    /// An attempt in which a D1 call made through d1-retry may have written (a nested
+    /// `#[d1_retry]` function's write) is not run again all the same, as a
+    /// `#[d1_retry(read_only)]` body that wrote is not (`d1.withheld =
+    /// "write_in_read_only"`).
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.access = if read_only {
             Access::ReadOnly
@@ -295,10 +300,15 @@ impl<'a, S: Sleeper> Retry<'a, S> {
 
 /// The access of an attempt that just ran: one that may write and in which a D1 call that
 /// may have written was made ([`Watched`]) must not run again, as that call would. An
-/// attempt declared read-only or idempotent runs again as declared.
+/// attempt declared read-only in which one was made did write, whatever it declared: it
+/// is not run again either, as a `#[d1_retry(read_only)]` body that wrote is not (a nested
+/// `#[d1_retry]` write whose failure it was handed, maybe executed, would be made twice).
+/// An attempt declared idempotent runs again as declared.
 fn after<F>(access: Access, watched: &Watched<'_, F>) -> Access {
     match access {
-        Access::ReadOnly | Access::Idempotent => access,
+        Access::Idempotent => access,
+        Access::ReadOnly if watched.wrote() => Access::Unretryable,
+        Access::ReadOnly => access,
         _ if watched.wrote() => Access::WroteBefore,
         _ => access,
     }

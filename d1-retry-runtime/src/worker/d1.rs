@@ -143,9 +143,12 @@ impl D1Retry {
     #[inline]
     pub fn exec(&self, query: &str) -> impl Future<Output = Result<D1ExecResult>> {
         let read_only = is_read_only(query);
-        retried(&self.policy, operation_name(query), read_only, move |()| {
-            self.db.exec(query)
-        })
+        retried(
+            &self.policy,
+            operation_name(query),
+            access(read_only, false),
+            move |()| self.db.exec(query),
+        )
     }
 
     /// The database's contents, as [`D1Database::dump`]; retried as a read.
@@ -155,7 +158,9 @@ impl D1Retry {
     /// The last attempt's error, as `D1Database::dump` returned it.
     #[inline]
     pub fn dump(&self) -> impl Future<Output = Result<Vec<u8>>> {
-        retried(&self.policy, "D1Retry::dump", true, |()| self.db.dump())
+        retried(&self.policy, "D1Retry::dump", Access::ReadOnly, |()| {
+            self.db.dump()
+        })
     }
 
     /// Starts a session, as [`D1Database::with_session`]; its calls are retried too.
@@ -348,7 +353,7 @@ impl D1RetryStatement {
     where
         T: for<'a> Deserialize<'a>,
     {
-        self.retried(move |()| self.statement.first::<T>(col_name))
+        self.retried(true, move |()| self.statement.first::<T>(col_name))
     }
 
     /// Runs the statement and returns its metadata, as [`D1PreparedStatement::run`].
@@ -358,7 +363,7 @@ impl D1RetryStatement {
     /// The last attempt's error, as `D1PreparedStatement::run` returned it.
     #[inline]
     pub fn run(&self) -> impl Future<Output = Result<D1Result>> {
-        self.retried(|()| self.statement.run())
+        self.retried(false, |()| self.statement.run())
     }
 
     /// All rows and metadata, as [`D1PreparedStatement::all`].
@@ -368,7 +373,7 @@ impl D1RetryStatement {
     /// The last attempt's error, as `D1PreparedStatement::all` returned it.
     #[inline]
     pub fn all(&self) -> impl Future<Output = Result<D1Result>> {
-        self.retried(|()| self.statement.all())
+        self.retried(false, |()| self.statement.all())
     }
 
     /// Rows as arrays of values, as [`D1PreparedStatement::raw`].
@@ -380,7 +385,7 @@ impl D1RetryStatement {
     where
         T: for<'a> Deserialize<'a>,
     {
-        self.retried(|()| self.statement.raw::<T>())
+        self.retried(true, |()| self.statement.raw::<T>())
     }
 
     /// Rows as JavaScript values, as [`D1PreparedStatement::raw_js_value`].
@@ -390,7 +395,7 @@ impl D1RetryStatement {
     /// The last attempt's error, as `D1PreparedStatement::raw_js_value` returned it.
     #[inline]
     pub fn raw_js_value(&self) -> impl Future<Output = Result<Vec<JsValue>>> {
-        self.retried(|()| self.statement.raw_js_value())
+        self.retried(false, |()| self.statement.raw_js_value())
     }
 
     /// The JavaScript statement object, as [`D1PreparedStatement::inner`].
@@ -404,14 +409,19 @@ impl D1RetryStatement {
         self.statement
     }
 
-    fn retried<T, Fut>(&self, attempt: impl FnMut(()) -> Fut) -> impl Future<Output = Result<T>>
+    /// `decodes`: the call decodes the rows into the caller's type (`first`, `raw`).
+    fn retried<T, Fut>(
+        &self,
+        decodes: bool,
+        attempt: impl FnMut(()) -> Fut,
+    ) -> impl Future<Output = Result<T>>
     where
         Fut: Future<Output = Result<T>>,
     {
         retried(
             &self.policy,
             operation_name(&self.sql),
-            self.read_only,
+            access(self.read_only, decodes),
             attempt,
         )
     }
@@ -424,6 +434,17 @@ impl IntoFuture for D1RetryStatement {
     /// Runs the statement, as awaiting a [`D1PreparedStatement`] does.
     fn into_future(self) -> Self::IntoFuture {
         Box::pin(async move { self.run().await })
+    }
+}
+
+/// The access of a call of SQL judged `read_only`; `decodes`: the call decodes the rows
+/// into the caller's type (`first`, `raw`), so that a write is an
+/// [`Access::DecodedWrite`], never retried, as `#[d1_retry]` makes it.
+fn access(read_only: bool, decodes: bool) -> Access {
+    match (read_only, decodes) {
+        (true, _) => Access::ReadOnly,
+        (false, true) => Access::DecodedWrite,
+        (false, false) => Access::Write,
     }
 }
 
@@ -441,9 +462,12 @@ where
     Fut: Future<Output = Result<Vec<D1Result>>> + 'a,
 {
     let read_only = statements.iter().all(|statement| statement.read_only);
-    retried(policy, "D1Retry::batch", read_only, move |()| {
-        batch(statements.iter().map(|s| s.statement.clone()).collect())
-    })
+    retried(
+        policy,
+        "D1Retry::batch",
+        access(read_only, false),
+        move |()| batch(statements.iter().map(|s| s.statement.clone()).collect()),
+    )
 }
 
 /// Runs `attempt` as [`Retry::run_timed`](crate::Retry::run_timed) would, with the
@@ -459,7 +483,7 @@ where
 async fn retried<T, Fut>(
     policy: &RetryPolicy,
     operation: &str,
-    read_only: bool,
+    access: Access,
     mut attempt: impl FnMut(()) -> Fut,
 ) -> Result<T>
 where
@@ -467,11 +491,6 @@ where
 {
     let operation = OperationName::Named(operation);
     let timed = TimedCall::with_sleeper(policy, &operation, WorkerSleeper);
-    let access = if read_only {
-        Access::ReadOnly
-    } else {
-        Access::Write
-    };
     let mut execution = Retrying.begin_timed(&timed, access);
     loop {
         let timed_out = |_| Some(<Error as From<TimedOut>>::from as fn(TimedOut) -> Error);
