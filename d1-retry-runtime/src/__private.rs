@@ -13,6 +13,9 @@ pub use crate::dispatch::receiver::{
     D1Call, D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
     Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, probed,
 };
+pub use crate::dispatch::unseen_output::{
+    Output, UnseenMark, ViaOtherOutput, ViaResultFuture, unseen_mark, unseen_output,
+};
 pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::retry::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::retry::decide::Access;

@@ -25,7 +25,10 @@
 //! [`read_only`] `#[d1_retry(read_only)]` bodies; [`scanner_traps`] SQL meant to fool the
 //! read-only scanner, judged by SQLite itself; [`time_limits`] the same kinds of shapes
 //! under an attempt timeout and a deadline (options, or a policy constant), swept with
-//! stalls as well as failures by [`harness::sweep_timed`].
+//! stalls as well as failures by [`harness::sweep_timed`]; [`nested_read_only`] `read_only`
+//! functions that wrote, called from bodies that run again; [`decoded_rows`] a row's text
+//! in the error of a write through `first` or `raw`; [`wrapped_statements`] statements run
+//! through types that deref to D1's in a `read_only` body.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
@@ -40,3 +43,4 @@ mod scanner_traps;
 mod sql_forms;
 mod statements_kept;
 mod time_limits;
+mod wrapped_statements;

@@ -7,9 +7,12 @@
 //!   with the SQL handed to it.
 //! - [`statement_sql`] and [`batch_sql`]: the SQL a statement or a batch's list holds, read
 //!   when its execution begins, for statements the attribute could not see being made.
+//! - [`unseen_output`]: a `read_only` body's execution on a receiver of a type not marked
+//!   D1's, judged by what it returned.
 
 pub(crate) mod batch_sql;
 pub(crate) mod by_value_prepare;
 pub(crate) mod d1_prepare;
 pub(crate) mod receiver;
 pub(crate) mod statement_sql;
+pub(crate) mod unseen_output;

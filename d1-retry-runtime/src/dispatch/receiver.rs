@@ -479,6 +479,8 @@ impl Retrying {
     ) {
         if const { R::D1_CALLS.has(C::CALL) } {
             attempt.observe_held(crate::dispatch::statement_sql::read(receiver));
+        } else {
+            unseen::<C>();
         }
     }
 
@@ -503,23 +505,40 @@ impl Retrying {
                 crate::dispatch::statement_sql::read(receiver),
                 operation,
             );
+        } else {
+            unseen::<C>();
         }
     }
 }
 
-impl Plain {
-    /// A call on a receiver that is not D1's: nothing for a `read_only` attempt to learn.
-    #[inline(always)]
-    pub fn observe<R: ?Sized, C>(self, _attempt: &Attempt<'_>, _receiver: &R, _call: C) {}
+/// An execution named `C` on a receiver that is not D1's, or on a D1 type without that call
+/// (a method of the user's): its output is judged instead (`unseen_output.rs`). Not for
+/// `.await` on a value that is not D1's statement (any future of the body's).
+#[inline(always)]
+fn unseen<C: D1Call>() {
+    if const { C::CALL.0 != D1Calls::AWAIT.0 } {
+        crate::dispatch::unseen_output::note_unseen();
+    }
+}
 
-    /// Nothing to learn either (see [`observe`](Self::observe)).
+impl Plain {
+    /// A call on a receiver that is not D1's: nothing for a `read_only` attempt to learn
+    /// from it, but it may reach D1's own call through `Deref`, so the call's output is
+    /// judged instead (`unseen_output.rs`).
     #[inline(always)]
-    pub fn observe_unborrowed<R: ?Sized, C>(
+    pub fn observe<R: ?Sized, C: D1Call>(self, _attempt: &Attempt<'_>, _receiver: &R, _call: C) {
+        unseen::<C>();
+    }
+
+    /// The same (see [`observe`](Self::observe)).
+    #[inline(always)]
+    pub fn observe_unborrowed<R: ?Sized, C: D1Call>(
         self,
         _receiver: &R,
         _call: C,
         _operation: OperationName<'_>,
     ) {
+        unseen::<C>();
     }
 
     /// Nothing read: a call on this receiver is made once, as written, whatever its

@@ -59,9 +59,14 @@ impl Finder<'_> {
 
     /// Whether `call` is a `read_only` body's execution of a statement made out of sight,
     /// which can be rewritten to be observed ([`observed`](Self::observed)).
+    ///
+    /// `into_future()` counts too: awaiting what it returns runs the statement, as awaiting
+    /// the statement does, and the `.await` is then on a future, not on the statement.
     pub(super) fn observes(&self, call: &ExprMethodCall) -> bool {
+        let method = call.method.to_string();
         self.observing()
-            && STATEMENT_EXECUTIONS.contains(&call.method.to_string().as_str())
+            && (STATEMENT_EXECUTIONS.contains(&method.as_str())
+                || (method == "into_future" && call.args.is_empty()))
             && !self.made_in_sight(&call.receiver)
     }
 
@@ -182,15 +187,18 @@ impl Finder<'_> {
             call
         };
         let receiver = strip_parens(&call.receiver);
+        let judged = |call: TokenStream| self.judged_output(call, whole);
         if is_place(receiver) {
             let observe = observe(&receiver.to_token_stream());
-            quote_spanned!(whole=> (#observe, #call).1 #awaiting)
+            let call = judged(quote_spanned!(whole=> (#observe, #call).1));
+            quote_spanned!(whole=> #call #awaiting)
         } else if is_place_expression(receiver) {
             let observe = observe(&quote!(*#recv));
             let call = with_receiver(quote!(#recv));
+            let call = judged(quote_spanned!(whole=> (#observe, #call).1));
             quote_spanned! {whole=>
                 match &#receiver {
-                    #recv => (#observe, #call).1 #awaiting
+                    #recv => #call #awaiting
                 }
             }
         } else {
@@ -200,7 +208,30 @@ impl Finder<'_> {
                     #recv => (#observe, #recv).1
                 })
             });
+            let call = judged(call.to_token_stream());
             quote_spanned!(whole=> #call #awaiting)
+        }
+    }
+
+    /// An observed execution `call`, judged a second time by its output when its receiver
+    /// turned out not to be D1's (`unseen_output.rs`): a type that derefs to D1's statement
+    /// (`Pin<Box<_>>`, a newtype of the user's) reaches D1's own call, and a future of a
+    /// `Result` is then taken for a write. The call is an argument of a function, whose
+    /// temporaries live to the end of the statement, as the call's own did; the closure is
+    /// called, with the output's type known, only when the receiver was not D1's.
+    fn judged_output(&self, call: TokenStream, span: Span) -> TokenStream {
+        let private = &self.names.private;
+        let output = Ident::new("__d1_retry_output", Span::mixed_site());
+        let access = quote_spanned! {span=>
+            {
+                #[allow(unused_imports)]
+                use #private::{ViaResultFuture as _, ViaOtherOutput as _};
+                (&&#private::Output::of(#output)).d1_output()
+            }
+        };
+        let tell = self.observe_access(access, span);
+        quote_spanned! {span=>
+            #private::unseen_output(#private::unseen_mark(), #call, |#output| #tell)
         }
     }
 
@@ -323,7 +354,12 @@ impl Finder<'_> {
             return None;
         }
         match strip_parens(base) {
-            Expr::Async(_) | Expr::Block(_) | Expr::Macro(_) | Expr::Closure(_) => return None,
+            // A `Verbatim` was rewritten here already (an observed `into_future()`).
+            Expr::Async(_)
+            | Expr::Block(_)
+            | Expr::Macro(_)
+            | Expr::Closure(_)
+            | Expr::Verbatim(_) => return None,
             // `D1PreparedStatement::run(&stmt).await`: its statement was observed as the
             // call began (`observe_path_call`).
             Expr::Call(call) if execution_path(&call.func).is_some() => return None,

@@ -202,6 +202,15 @@ impl VisitMut for Finder<'_> {
             Expr::MethodCall(_) | Expr::Call(_) if self.mode != Mode::PerCall => {
                 visit_mut::visit_expr_mut(self, expr);
                 self.whole_body_sql(expr);
+                // `stmt.into_future()`, which a `read_only` body observes as it would the
+                // statement's `.await`.
+                if let Expr::MethodCall(call) = expr
+                    && call.method == "into_future"
+                    && self.observes(call)
+                {
+                    let call = call.clone();
+                    *expr = Expr::Verbatim(self.observed(&call, false));
+                }
             }
             Expr::Path(_) => {
                 if let Some(rewritten) = self.observed_path(expr) {

@@ -1,0 +1,146 @@
+//! A `read_only` body running a statement through a type that derefs to D1's statement but
+//! is not marked D1's (`D1Receiver` forwards references, `Box`, `Rc`, `Arc` and std's lock
+//! guards): a `Pin<Box<_>>`, a `Cow`, a `LazyCell`, tokio's `MutexGuard`, a newtype of the
+//! user's, and a statement awaited through `into_future()`. Method calls see through
+//! `Deref`, so `x.run()` is D1's own `run`; its output, a future of a `Result`, makes it a
+//! write out of sight, and the body is not run again after a later failure. Before, each
+//! of these ran its `INSERT` twice and the caller got `Ok`.
+
+use core::future::IntoFuture;
+use core::ops::Deref;
+use std::borrow::Cow;
+use std::cell::LazyCell;
+use std::pin::Pin;
+
+use d1_retry::d1_retry;
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message};
+use test_support::calls_with;
+
+use crate::harness::{Count, NO_BUDGET, READ_N, database, n, rows};
+
+const INSERT: &str = "INSERT INTO orders (item) VALUES ('wrapped')";
+
+/// A repository's own wrapper of a statement.
+struct Statement(D1PreparedStatement);
+
+impl Deref for Statement {
+    type Target = D1PreparedStatement;
+    fn deref(&self) -> &D1PreparedStatement {
+        &self.0
+    }
+}
+
+type Lazy = LazyCell<D1PreparedStatement, Box<dyn FnOnce() -> D1PreparedStatement>>;
+
+struct Held {
+    db: D1Database,
+    pinned: Pin<Box<D1PreparedStatement>>,
+    newtype: Statement,
+    lazy: Lazy,
+    locked: tokio::sync::Mutex<D1PreparedStatement>,
+    plain: D1PreparedStatement,
+}
+
+impl Held {
+    fn new(db: &D1Database, sql: &'static str) -> Held {
+        let lazy_db = db.clone();
+        Held {
+            db: db.clone(),
+            pinned: Box::pin(db.prepare(sql)),
+            newtype: Statement(db.prepare(sql)),
+            lazy: LazyCell::new(Box::new(move || lazy_db.prepare(sql))),
+            locked: tokio::sync::Mutex::new(db.prepare(sql)),
+            plain: db.prepare(sql),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Through {
+    PinBox,
+    Newtype,
+    Lazy,
+    Cow,
+    TokioGuard,
+    IntoFuture,
+}
+
+const ALL: [Through; 6] = [
+    Through::PinBox,
+    Through::Newtype,
+    Through::Lazy,
+    Through::Cow,
+    Through::TokioGuard,
+    Through::IntoFuture,
+];
+
+#[d1_retry(policy = NO_BUDGET)]
+async fn count(db: &D1Database) -> Result<i64, Error> {
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn run_then_count(held: &Held, through: Through) -> Result<i64, Error> {
+    match through {
+        Through::PinBox => {
+            held.pinned.run().await?;
+        }
+        Through::Newtype => {
+            held.newtype.run().await?;
+        }
+        Through::Lazy => {
+            held.lazy.run().await?;
+        }
+        Through::Cow => {
+            let cow: Cow<'_, D1PreparedStatement> = Cow::Borrowed(&held.plain);
+            cow.run().await?;
+        }
+        Through::TokioGuard => {
+            let guard = held.locked.lock().await;
+            guard.run().await?;
+        }
+        Through::IntoFuture => {
+            held.plain.clone().into_future().await?;
+        }
+    }
+    count(&held.db).await
+}
+
+/// The count after the statement fails once, "maybe executed": a read, so the body would
+/// be run again if the statement before it read.
+async fn count_fails_once(sql: &'static str, through: Through) -> (Result<i64, Error>, usize, i64) {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(READ_N)
+            .times(1),
+    );
+    let held = Held::new(&db, sql);
+    let result = run_then_count(&held, through).await;
+    (result, calls_with(&db, "'wrapped'"), rows(&db, "orders"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_write_through_a_wrapper_that_derefs_to_the_statement_is_made_once() {
+    for through in ALL {
+        let (result, inserts, orders) = count_fails_once(INSERT, through).await;
+        assert_eq!((inserts, orders), (1, 1), "{through:?}: {result:?}");
+        assert!(result.is_err(), "{through:?}: the caller got {result:?}");
+    }
+}
+
+/// The price, and the control: a read through such a wrapper counts as a write too, so the
+/// body is not run again (the caller gets the failure); through `into_future()`, whose
+/// receiver is D1's statement, the read is read as one, and the body is run again.
+#[tokio::test(start_paused = true)]
+async fn a_read_through_such_a_wrapper_costs_the_body_its_retries() {
+    const READ: &str = "SELECT 'wrapped' AS item";
+    for through in ALL {
+        let (result, _, _) = count_fails_once(READ, through).await;
+        match through {
+            Through::IntoFuture => assert_eq!(result.ok(), Some(0), "{through:?}"),
+            _ => assert!(result.is_err(), "{through:?}: the caller got {result:?}"),
+        }
+    }
+}
