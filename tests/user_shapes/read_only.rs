@@ -192,3 +192,34 @@ async fn dynamic_sql_that_writes_stops_a_read_only_body_from_running_again() {
     );
     assert_eq!(calls_with(&db, READ_N), 2);
 }
+
+/// A statement passed in, run inside `tokio::select!`, whose tokens the attribute does not
+/// rewrite (its branches are not expressions): it cannot be observed, so the macro counts
+/// as a statement out of sight that may write, as it begins. Before, the held `INSERT`
+/// ran again with the body, and the caller got `Ok`.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn selected_then_count(
+    db: &D1Database,
+    statement: &d1_retry::testing::D1PreparedStatement,
+) -> Result<i64, Error> {
+    tokio::select! {
+        ran = statement.run() => { ran?; }
+        () = tokio::time::sleep(core::time::Duration::from_secs(60)) => {}
+    }
+    count_orders(db).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_statement_run_inside_select_stops_a_read_only_body_from_running_again() {
+    let db = database();
+    count_fails_once_after_running(&db);
+    let insert = db.prepare("INSERT INTO orders (item) VALUES ('selected')");
+    let result = selected_then_count(&db, &insert).await;
+    assert!(result.is_err(), "the caller got {result:?}");
+    assert_eq!(rows(&db, "orders"), 1);
+    // The price: a read there stops it too.
+    let db = database();
+    count_fails_once_after_running(&db);
+    let read = db.prepare("SELECT 1");
+    assert!(selected_then_count(&db, &read).await.is_err());
+}

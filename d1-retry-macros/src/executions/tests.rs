@@ -1409,3 +1409,68 @@ fn borrowed_places_are_borrowed_not_moved() {
     assert_eq!(body.matches("match & ").count(), 3, "{body}");
     assert!(!body.contains("match (* r)"), "{body}");
 }
+
+/// What a macro the walk does not read as expressions may run: D1's calls with D1's
+/// arguments, at any depth, by method or by path; not `Iterator::all(|..| ..)` or
+/// `slice::first()`.
+#[test]
+fn a_foreign_macro_s_tokens_are_searched_for_d1_calls() {
+    use super::vocabulary::may_make_d1_call;
+    let runs = |tokens: &str| may_make_d1_call(tokens.parse().unwrap());
+    for d1 in [
+        "r = stmt.run() => {}",
+        "r = async { held.all().await } => {}",
+        "stmt.raw::<Vec<u8>>()",
+        "stmt.raw_js_value()",
+        "stmt.clone().into_future()",
+        "stmt.first(None)",
+        "db.batch(list)",
+        "db.exec(sql)",
+        "D1PreparedStatement::run(&stmt)",
+        "x => { D1Database::batch(&db, list) }",
+    ] {
+        assert!(runs(d1), "{d1}");
+    }
+    for other in [
+        "rows.iter().all(|r| r.ok)",
+        "rows.first()",
+        "run()",
+        "let all = 1",
+        "job.run",
+        "format!(\"run()\")",
+        "D1PreparedStatement::run",
+    ] {
+        assert!(!runs(other), "{other}");
+    }
+}
+
+/// In a `read_only` body, such a macro tells the attempt of a statement out of sight, as it
+/// begins, in statement and in expression position; an expression macro the walk reads is
+/// observed inside instead, and per-call mode leaves all of it as written.
+#[test]
+fn a_read_only_body_tells_its_attempt_of_a_foreign_macro_that_may_run_d1() {
+    let read_only = Mode::WholeBody { read_only: true };
+    let unseen = |body: &str, mode| {
+        let (_, body) = found_in(body, mode, &[]);
+        body.matches("Access :: Unseen").count()
+    };
+    let select = "{ select! { r = stmt.run() => r, }; n }";
+    assert_eq!(unseen(select, read_only), 1);
+    assert_eq!(
+        unseen("{ let r = select! { r = stmt.run() => r, }; r }", read_only),
+        1
+    );
+    assert_eq!(
+        unseen(
+            "{ async { select! { r = stmt.run() => r, } }.await }",
+            read_only
+        ),
+        1
+    );
+    assert_eq!(unseen("{ info!(\"{}\", rows.first()); n }", read_only), 0);
+    assert_eq!(unseen("{ join!(stmt.run(), other.run()) }", read_only), 0);
+    assert_eq!(unseen(select, Mode::PerCall), 0);
+    assert_eq!(unseen(select, Mode::WholeBody { read_only: false }), 0);
+    // Nested foreign macros: told once, by the outermost.
+    assert_eq!(unseen("{ outer! { inner! { stmt.run() } } }", read_only), 1);
+}

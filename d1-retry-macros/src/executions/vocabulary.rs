@@ -1,7 +1,7 @@
 //! The names the attribute knows without types: D1's executions, and the macros whose
 //! arguments it walks as expressions or knows to bind nothing.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprMethodCall, Macro, Token};
@@ -106,6 +106,66 @@ impl MacroArguments {
 /// The macro's name, the last segment of its path (`join` for `tokio::join!`).
 pub(super) fn macro_name(mac: &Macro) -> Option<String> {
     mac.path.segments.last().map(|last| last.ident.to_string())
+}
+
+/// Whether a macro's tokens, which the walk does not read as expressions, may make a D1
+/// call: a method call named like one of D1's with D1's arguments (`.run()`, `.all()`,
+/// `.raw()`, `.raw::<T>()`, `.raw_js_value()` and `.into_future()` with none; `.first(..)`,
+/// `.batch(..)` and `.exec(..)` with some), or such a function called by its path with
+/// arguments (`D1PreparedStatement::run(&stmt)`), at any depth. `Iterator::all(|..| ..)` and
+/// `slice::first()` do not count: D1's `all` takes no argument, its `first` one.
+pub(super) fn may_make_d1_call(tokens: TokenStream) -> bool {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    trees.iter().enumerate().any(|(index, tree)| match tree {
+        TokenTree::Group(group) => may_make_d1_call(group.stream()),
+        TokenTree::Ident(ident) => {
+            let takes_arguments = match ident.to_string().as_str() {
+                "run" | "all" | "raw" | "raw_js_value" | "into_future" => false,
+                "first" | "batch" | "exec" => true,
+                _ => return false,
+            };
+            let after = |c: char| {
+                index > 0 && matches!(&trees[index - 1], TokenTree::Punct(p) if p.as_char() == c)
+            };
+            let (method, path) = (after('.'), after(':'));
+            if !method && !path {
+                return false;
+            }
+            let Some(TokenTree::Group(arguments)) = trees.get(past_turbofish(&trees, index + 1))
+            else {
+                return false;
+            };
+            let some = !arguments.stream().is_empty();
+            arguments.delimiter() == Delimiter::Parenthesis
+                && if path { some } else { some == takes_arguments }
+        }
+        _ => false,
+    })
+}
+
+/// The index after a turbofish starting at `index` (`::<T>`), or `index` if there is none.
+fn past_turbofish(trees: &[TokenTree], index: usize) -> usize {
+    let punct =
+        |at: usize, c: char| matches!(trees.get(at), Some(TokenTree::Punct(p)) if p.as_char() == c);
+    if !(punct(index, ':') && punct(index + 1, ':') && punct(index + 2, '<')) {
+        return index;
+    }
+    let mut depth = 0_usize;
+    for (at, tree) in trees.iter().enumerate().skip(index + 2) {
+        if let TokenTree::Punct(p) = tree {
+            match p.as_char() {
+                '<' => depth += 1,
+                '>' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return at + 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    trees.len()
 }
 
 pub(super) fn is_execution(call: &ExprMethodCall) -> bool {

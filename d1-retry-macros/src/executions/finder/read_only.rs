@@ -7,7 +7,7 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprMethodCall, Local, Pat, Token};
+use syn::{Expr, ExprMethodCall, Local, Macro, Pat, Token};
 
 use super::{Finder, Statements};
 use crate::executions::Mode;
@@ -17,7 +17,9 @@ use crate::executions::generated::{held_batch_access, own_call};
 use crate::executions::syntax::{
     Database, is_d1_path, is_place, is_place_expression, strip_parens,
 };
-use crate::executions::vocabulary::{STATEMENT_EXECUTIONS, execution_path};
+use crate::executions::vocabulary::{
+    EXPRESSION_MACROS, STATEMENT_EXECUTIONS, execution_path, macro_name, may_make_d1_call,
+};
 use crate::sql::Handed;
 
 impl Finder<'_> {
@@ -68,6 +70,22 @@ impl Finder<'_> {
             && (STATEMENT_EXECUTIONS.contains(&method.as_str())
                 || (method == "into_future" && call.args.is_empty()))
             && !self.made_in_sight(&call.receiver)
+    }
+
+    /// In a `read_only` body, a macro call whose tokens are not rewritten (any macro but
+    /// the expression macros it walks, `tokio::select!` among them) and may make a D1 call
+    /// ([`may_make_d1_call`]): what it runs cannot be observed, so the attempt is told of
+    /// a statement out of sight whose SQL cannot be read, a write, as the macro begins
+    /// (`Access::Unseen`), and the body is not run again. A read made there costs the body
+    /// its retries; a write made there ran twice before.
+    pub(super) fn foreign_macro_observation(&self, mac: &Macro) -> Option<TokenStream> {
+        let walked = macro_name(mac).is_some_and(|name| EXPRESSION_MACROS.contains(&name.as_str()));
+        if !self.observing() || walked || !may_make_d1_call(mac.tokens.clone()) {
+            return None;
+        }
+        let private = &self.names.private;
+        let span = mac.path.span();
+        Some(self.observe_access(quote_spanned!(span=> #private::Access::Unseen), span))
     }
 
     /// Whether SQL out of sight can be observed here: in a `read_only` body, outside a

@@ -113,6 +113,12 @@ impl Finder<'_> {
     fn visit_stmts(&mut self, block: &mut Block, tail: Option<usize>) {
         let mut stmts = Vec::with_capacity(block.stmts.len());
         for (index, mut stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
+            // A macro whose tokens may make a D1 call out of sight, told as it begins.
+            if let Stmt::Macro(statement) = &stmt
+                && let Some(observe) = self.foreign_macro_observation(&statement.mac)
+            {
+                stmts.push(syn::parse_quote!(#observe;));
+            }
             if Some(index) == tail {
                 let outer = core::mem::replace(&mut self.in_return_position, true);
                 self.visit_stmt_mut(&mut stmt);
@@ -210,6 +216,13 @@ impl VisitMut for Finder<'_> {
                 {
                     let call = call.clone();
                     *expr = Expr::Verbatim(self.observed(&call, false));
+                }
+            }
+            Expr::Macro(mac) => {
+                let observe = self.foreign_macro_observation(&mac.mac);
+                visit_mut::visit_expr_macro_mut(self, mac);
+                if let Some(observe) = observe {
+                    *expr = Expr::Verbatim(quote!((#observe, #mac).1));
                 }
             }
             Expr::Path(_) => {
