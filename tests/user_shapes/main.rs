@@ -28,10 +28,12 @@
 //! stalls as well as failures by [`harness::sweep_timed`]; [`nested_read_only`] `read_only`
 //! functions that wrote, called from bodies that run again; [`decoded_rows`] a row's text
 //! in the error of a write through `first` or `raw`; [`wrapped_statements`] statements run
-//! through types that deref to D1's in a `read_only` body.
+//! through types that deref to D1's in a `read_only` body; [`client_text`] a client's text
+//! in the user's own error around a `Retry`'s write.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
+mod client_text;
 mod concurrency;
 mod decoded_rows;
 mod errors;

@@ -223,3 +223,27 @@ async fn a_statement_run_inside_select_stops_a_read_only_body_from_running_again
     let read = db.prepare("SELECT 1");
     assert!(selected_then_count(&db, &read).await.is_err());
 }
+
+/// A statement's future pinned by `pin!` (a macro the attribute does not rewrite) and
+/// awaited later: the observation is a statement of its own before the `let`, so the pinned
+/// temporary lives as long as it did without the attribute, and a write there stops the
+/// body from running again.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn pinned_then_count(
+    db: &D1Database,
+    statement: &d1_retry::testing::D1PreparedStatement,
+) -> Result<i64, Error> {
+    let pending = core::pin::pin!(statement.run());
+    pending.await?;
+    count_orders(db).await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_statement_pinned_by_a_macro_compiles_and_stops_a_read_only_body() {
+    let db = database();
+    count_fails_once_after_running(&db);
+    let insert = db.prepare("INSERT INTO orders (item) VALUES ('pinned')");
+    let result = pinned_then_count(&db, &insert).await;
+    assert!(result.is_err(), "the caller got {result:?}");
+    assert_eq!(rows(&db, "orders"), 1);
+}

@@ -63,15 +63,21 @@ enum Through {
     Cow,
     TokioGuard,
     IntoFuture,
+    /// D1's function called by its path, the newtype coerced to the statement by `Deref`.
+    PathNewtype,
+    /// The same with the `Pin<Box<_>>`.
+    PathPinBox,
 }
 
-const ALL: [Through; 6] = [
+const ALL: [Through; 8] = [
     Through::PinBox,
     Through::Newtype,
     Through::Lazy,
     Through::Cow,
     Through::TokioGuard,
     Through::IntoFuture,
+    Through::PathNewtype,
+    Through::PathPinBox,
 ];
 
 #[d1_retry(policy = NO_BUDGET)]
@@ -101,6 +107,12 @@ async fn run_then_count(held: &Held, through: Through) -> Result<i64, Error> {
         }
         Through::IntoFuture => {
             held.plain.clone().into_future().await?;
+        }
+        Through::PathNewtype => {
+            D1PreparedStatement::run(&held.newtype).await?;
+        }
+        Through::PathPinBox => {
+            D1PreparedStatement::run(&held.pinned).await?;
         }
     }
     count(&held.db).await

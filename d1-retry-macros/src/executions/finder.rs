@@ -37,6 +37,7 @@ pub(super) fn find(block: &mut Block, mode: Mode, names: &Names, bindings: Bindi
         observes_held: false,
         in_foreign_macro: false,
         beyond_attempt: false,
+        ahead: Vec::new(),
     };
     finder.visit_body(block);
     Found {
@@ -88,6 +89,11 @@ pub(super) struct Finder<'a> {
     /// task's future) or become a `fn` pointer: a `read_only` body's observation there does
     /// not borrow the attempt's record, it counts on the thread ([`Finder::observed`]).
     beyond_attempt: bool,
+    /// Observations to make before the statement being visited: a foreign macro's in
+    /// expression position ([`Finder::foreign_macro_observation`]), told as a statement of
+    /// its own rather than around the macro, which would end the life of a temporary the
+    /// macro's value holds (`let fut = pin!(stmt.run());`).
+    ahead: Vec<TokenStream>,
 }
 
 /// The statements an execution runs, and the dynamic SQL to scan on the way.

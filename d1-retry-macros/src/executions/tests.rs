@@ -1473,4 +1473,27 @@ fn a_read_only_body_tells_its_attempt_of_a_foreign_macro_that_may_run_d1() {
     assert_eq!(unseen(select, Mode::WholeBody { read_only: false }), 0);
     // Nested foreign macros: told once, by the outermost.
     assert_eq!(unseen("{ outer! { inner! { stmt.run() } } }", read_only), 1);
+    // In expression position, told as a statement before the one it is in: the macro's
+    // value stays where it was (`pin!`'s temporary lives as long as the `let`).
+    let (_, body) = found_in("{ let f = pin!(stmt.run()); f.await }", read_only, &[]);
+    assert!(body.contains("let f = pin !"), "{body}");
+    assert_eq!(body.matches("Access :: Unseen").count(), 1, "{body}");
+    let told = body.find("Access :: Unseen").unwrap_or(usize::MAX);
+    assert!(told < body.find("let f").unwrap_or(0), "{body}");
+}
+
+/// In a `read_only` body, D1's function called by its path is judged by its output too,
+/// for an argument that reached it through `Deref`; a user's `first()` without D1's
+/// argument is not (its result type may be inferred later).
+#[test]
+fn a_read_only_body_judges_path_calls_and_d1_shaped_calls_by_their_output() {
+    let read_only = Mode::WholeBody { read_only: true };
+    let judged = |body: &str| {
+        let (_, body) = found_in(body, read_only, &[]);
+        body.matches("unseen_output (").count()
+    };
+    assert_eq!(judged("{ D1PreparedStatement::run(&held).await }"), 1);
+    assert_eq!(judged("{ held.run().await }"), 1);
+    assert_eq!(judged("{ held.first(None).await }"), 1);
+    assert_eq!(judged("{ let v = cache.first(); v }"), 0);
 }

@@ -11,7 +11,7 @@
 use core::fmt;
 
 use super::vocabulary::{
-    D1_CODE, D1_PART_SEPARATOR, HEAD_LEN, SQLITE_CODE, d1_part_class, start_class,
+    D1_CODE, D1_PART_SEPARATOR, HEAD_LEN, SQLITE_CODE, another_part, d1_part_class, start_class,
 };
 use crate::FailureClass;
 
@@ -75,7 +75,13 @@ pub(super) fn message_class(message: &str) -> FailureClass {
     let kept = part.get(..HEAD_LEN).unwrap_or(part);
     match d1_part_class(before, kept, kept.len() == part.len()) {
         // A SQLite code anywhere would have decided before the D1 part is read.
-        Some(class) if find(bytes, SQLITE_CODE.as_bytes()).is_none() => class,
+        Some(class) if find(bytes, SQLITE_CODE.as_bytes()).is_none() => {
+            if class != FailureClass::Permanent && another_part(part) {
+                FailureClass::Permanent
+            } else {
+                class
+            }
+        }
         _ => FailureClass::Permanent,
     }
 }
@@ -272,6 +278,16 @@ struct D1PartFinder {
     len: usize,
     /// Bytes came after the part was full: it does not reach the end of the message.
     cut: bool,
+    /// Bytes of the part seen so far, kept or not.
+    seen: usize,
+    /// Bytes of a further [`D1_CODE`] matched on the first line, and the byte in front of it.
+    further: usize,
+    further_before: Option<u8>,
+    /// A further `D1_` right after a space came on the first line past the kept bytes
+    /// (those in them are found by [`another_part`]): only a permanent verdict stands.
+    another_beyond: bool,
+    /// The first line has ended: no further code counts.
+    line_ended: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -294,6 +310,11 @@ impl D1PartFinder {
             part: [0; HEAD_LEN],
             len: 0,
             cut: false,
+            seen: 0,
+            further: 0,
+            further_before: None,
+            another_beyond: false,
+            line_ended: false,
         }
     }
 
@@ -326,6 +347,42 @@ impl D1PartFinder {
         }
         if self.state == PartState::Keeping {
             self.keep(rest);
+            self.watch_for_another(rest);
+        }
+    }
+
+    /// Watches the rest of the first line, past the kept bytes, for a further `D1_` right
+    /// after a space.
+    fn watch_for_another(&mut self, bytes: &[u8]) {
+        let code = D1_CODE.as_bytes();
+        for &byte in bytes {
+            if self.line_ended || self.another_beyond {
+                return;
+            }
+            self.seen += 1;
+            if byte == b'\n' || byte == b'\r' {
+                self.line_ended = true;
+                return;
+            }
+            if code.get(self.further) == Some(&byte) {
+                if self.further == 0 {
+                    self.further_before = self.last;
+                }
+                self.further += 1;
+                if self.further == code.len() {
+                    // One wholly in the kept bytes is `another_part`'s.
+                    self.another_beyond =
+                        self.seen > HEAD_LEN && self.further_before == Some(D1_PART_SEPARATOR);
+                    self.further = 0;
+                }
+            } else if code.first() == Some(&byte) {
+                // Exact because the code's first byte occurs nowhere else in it.
+                self.further_before = self.last;
+                self.further = 1;
+            } else {
+                self.further = 0;
+            }
+            self.last = Some(byte);
         }
     }
 
@@ -335,6 +392,7 @@ impl D1PartFinder {
             return PartState::Absent;
         }
         self.keep(D1_CODE.as_bytes());
+        self.seen = D1_CODE.len();
         PartState::Keeping
     }
 
@@ -355,7 +413,11 @@ impl D1PartFinder {
             return None;
         }
         let part = self.part.get(..self.len).unwrap_or_default();
-        d1_part_class(self.before, part, !self.cut)
+        let class = d1_part_class(self.before, part, !self.cut);
+        if class != Some(FailureClass::Permanent) && (self.another_beyond || another_part(part)) {
+            return None;
+        }
+        class
     }
 }
 
@@ -545,6 +607,24 @@ mod tests {
                 Some(FailureClass::Permanent),
             ),
             ("ctx D1_FOO D1_ERROR: Network connection lost.", None),
+            // A client's text quoting D1's words in front of D1's own message.
+            (
+                "saving note hi D1_ERROR: D1 DB is overloaded. Too many requests queued.: \
+                 D1_ERROR: Network connection lost.",
+                None,
+            ),
+            (
+                "ctx D1_ERROR: Network connection lost. D1_ERROR: Network connection lost.",
+                None,
+            ),
+            (
+                "ctx D1_ERROR: Network connection lost. (D1_ERROR: x)",
+                Some(FailureClass::MaybeExecuted),
+            ),
+            (
+                "ctx D1_ERROR: Network connection lost.\n D1_ERROR: x",
+                Some(FailureClass::MaybeExecuted),
+            ),
             ("ctx D1_ERROR: odd D1_ERROR: Network connection lost.", None),
             ("ctx:D1_ERROR: Network connection lost.", None),
             ("ctx 'D1_ERROR: Network connection lost.'", None),

@@ -80,8 +80,10 @@ const MAX_CHAIN_LEN: usize = 32;
 /// A message an error type of your own wrote its own text in front of
 /// (`Database error: D1_ERROR: Network connection lost.`) is recognized by D1's part: the
 /// first `D1_` on the message's first line, right after a space, read as if it started the
-/// message. A phrase there counts only behind `D1_ERROR: `, and only if `SQLITE_` occurs
-/// nowhere in the message; rule 3 of [`classify`] has the details.
+/// message. A phrase there counts only behind `D1_ERROR: `, only if `SQLITE_` occurs
+/// nowhere in the message, and only if no other D1 part follows it on that line (a
+/// client's text the user's error quotes before D1's own message may hold one); rule 3 of
+/// [`classify`] has the details.
 ///
 /// Anything else is [`Permanent`](FailureClass::Permanent): a phrase quoted further on, in
 /// echoed SQL, a constraint's value or your own text without D1's marker, never counts.
@@ -131,8 +133,10 @@ pub fn classify_message(message: &str) -> FailureClass {
 
 /// Classifies an error by its message and the messages of its `source()` chain.
 ///
-/// The links are read outermost first, and the first link whose message is recognized
-/// decides; when none is, the failure is [`Permanent`](FailureClass::Permanent). A link is
+/// The links are read outermost first; a link whose message is recognized decides, unless
+/// a link below it is recognized as less retryable (a user's error that carries a
+/// client's text in front of D1's own: the least retryable class of the chain decides).
+/// When none is recognized, the failure is [`Permanent`](FailureClass::Permanent). A link is
 /// recognized when its message
 ///
 /// 1. contains a SQLite result code (`SQLITE_` as in `: SQLITE_CONSTRAINT`) anywhere, or
@@ -154,7 +158,10 @@ pub fn classify_message(message: &str) -> FailureClass {
 ///    `D1_EXEC_ERROR`, `D1_TYPE_ERROR` or `D1_COLUMN_NOTFOUND` is permanent, so SQL it
 ///    echoes (even an echoed `D1_ERROR: Network connection lost.`) never counts. Only the
 ///    first `D1_` counts; a part that says anything else (`D1_ERROR: UNIQUE constraint
-///    failed`, a bare `D1_ERROR`, `D1_` glued to the user's text) is not recognized.
+///    failed`, a bare `D1_ERROR`, `D1_` glued to the user's text) is not recognized, and
+///    nor is one followed on its line by another D1 part (a `D1_` right after a space, past
+///    the part's own stack of prefixes) unless it is permanent: the first may be a
+///    client's text that the user's error quotes in front of D1's own message.
 ///
 /// Messages that are not recognized (a context such as `loading user 7`, or a bare
 /// `D1_ERROR`, as workers before wrangler 3.1.1 sent, with the detail in its cause) pass
@@ -321,24 +328,40 @@ fn walk<'e>(error: &'e (dyn Error + 'static)) -> Walk<'e> {
     walk_from(Link::of(error))
 }
 
+///
+/// A link that says the call may be retried does not end the walk: the links below it are
+/// read too, and the least retryable class any of them gives decides (the outermost link
+/// giving it is the decider). The outer links are the user's, and may carry text a client
+/// chose (`saving note "hi D1_ERROR: D1 DB is overloaded. Too many requests queued."`:
+/// its first `D1_` is the client's), while D1's own error, the source below them, says
+/// what happened (`Network connection lost.`, or a trigger's `SQLITE_CONSTRAINT` after
+/// some rows were written). Text can then only make a failure less retryable, never more.
 fn walk_from(outer: Link<'_>) -> Walk<'_> {
     let mut link = outer;
+    let mut decision: Option<Decision<'_>> = None;
     for depth in 0..MAX_CHAIN_LEN {
         if let Some(class) = link.class() {
-            let decision = Decision { link, depth, class };
-            return Walk {
-                outer,
-                decision: Some(decision),
-            };
+            if decision.is_none_or(|decided| retryability(class) < retryability(decided.class)) {
+                decision = Some(Decision { link, depth, class });
+            }
+            if class == FailureClass::Permanent {
+                break;
+            }
         }
         match link.source() {
             Some(source) => link = Link::of(source),
             None => break,
         }
     }
-    Walk {
-        outer,
-        decision: None,
+    Walk { outer, decision }
+}
+
+/// How much a class allows: the walk keeps the least.
+const fn retryability(class: FailureClass) -> u8 {
+    match class {
+        FailureClass::Permanent => 0,
+        FailureClass::MaybeExecuted => 1,
+        FailureClass::NotExecuted => 2,
     }
 }
 
@@ -390,6 +413,42 @@ mod tests {
         assert_eq!(
             decision.map(|d| d.link.to_text()),
             Some("Network connection lost.".to_owned())
+        );
+    }
+
+    /// A link that allows a retry does not end the walk: a link below it that allows less
+    /// (D1's own error under a user's text that quotes a client) decides, and the outermost
+    /// link giving the least decides among equals.
+    #[test]
+    fn the_least_retryable_link_of_the_chain_decides() {
+        let overloaded = "note hi D1_ERROR: D1 DB is overloaded. Too many requests queued.";
+        let depth_and_class = |links: &[&'static str]| {
+            walk(&chain(links))
+                .decision
+                .map(|decision| (decision.depth, decision.class))
+        };
+        let lost = "Network connection lost.";
+        let refused = "D1_ERROR: CHECK constraint failed: SQLITE_CONSTRAINT";
+        assert_eq!(
+            depth_and_class(&[overloaded, lost]),
+            Some((1, FailureClass::MaybeExecuted))
+        );
+        assert_eq!(
+            depth_and_class(&[overloaded, "ctx", refused]),
+            Some((2, FailureClass::Permanent))
+        );
+        assert_eq!(
+            depth_and_class(&[lost, overloaded]),
+            Some((0, FailureClass::MaybeExecuted))
+        );
+        assert_eq!(
+            depth_and_class(&[overloaded, "D1 DB is overloaded. Too many requests queued."]),
+            Some((0, FailureClass::NotExecuted))
+        );
+        assert_eq!(
+            classify(&chain(&[refused, lost])),
+            FailureClass::Permanent,
+            "a permanent link ends the walk"
         );
     }
 

@@ -77,6 +77,10 @@ impl<'a, F> Output<'a, F> {
 }
 
 /// The probe's choice for a future of a `Result`: what a D1 execution returns.
+///
+/// The probe needs the output's type where the call is made: a method of the user's whose
+/// result type is inferred only later is taken for this choice, and fails to compile
+/// (``Vec<i64>` is not a future``) until its type is written there.
 pub trait ViaResultFuture {
     /// [`Access::Unseen`]: a D1 execution whose SQL cannot be read, a write.
     fn d1_output(&self) -> Access;

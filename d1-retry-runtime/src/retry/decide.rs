@@ -464,6 +464,26 @@ mod tests {
         assert!(ReadOnly.is_read_only() && !Idempotent.is_read_only() && !Write.is_read_only());
     }
 
+    /// After a "not executed" failure, only a method of the user's (which may have made a
+    /// D1 call of its own before) and a decoded write (whose error may be a row's text) may
+    /// still have written.
+    #[test]
+    fn only_a_user_s_method_and_a_decoded_write_may_have_written_whatever_the_class() {
+        use Access::*;
+        for access in [
+            ReadOnly,
+            Idempotent,
+            Write,
+            Unseen,
+            Unretryable,
+            WroteBefore,
+        ] {
+            assert!(!access.may_have_written_whatever_the_class(), "{access:?}");
+        }
+        assert!(NotD1Call.may_have_written_whatever_the_class());
+        assert!(DecodedWrite.may_have_written_whatever_the_class());
+    }
+
     #[test]
     fn withheld_names_are_the_log_vocabulary() {
         let names = [

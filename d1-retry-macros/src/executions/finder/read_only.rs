@@ -205,7 +205,16 @@ impl Finder<'_> {
             call
         };
         let receiver = strip_parens(&call.receiver);
-        let judged = |call: TokenStream| self.judged_output(call, whole);
+        // Only a call with D1's arguments can be D1's (`first(col)`, `run()`, ...): a
+        // `first()` of the user's, whose result type may be inferred later, is left alone.
+        let d1_shaped = call.method != "first" || call.args.len() == 1;
+        let judged = |call: TokenStream| {
+            if d1_shaped {
+                self.judged_output(call, whole)
+            } else {
+                call
+            }
+        };
         if is_place(receiver) {
             let observe = observe(&receiver.to_token_stream());
             let call = judged(quote_spanned!(whole=> (#observe, #call).1));
@@ -433,6 +442,10 @@ impl Finder<'_> {
                 #recv => (#observe, #recv).1
             }
         });
+        // D1's own function, reached with a statement of a type not marked D1's (a newtype
+        // or a `Pin<Box<_>>` coerced by `Deref`): judged by its output, a write.
+        let whole = expr.span();
+        *expr = Expr::Verbatim(self.judged_output(expr.to_token_stream(), whole));
     }
 
     /// In a `read_only` body, an execution's path handed on as a function

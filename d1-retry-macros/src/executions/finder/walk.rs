@@ -111,50 +111,70 @@ impl Finder<'_> {
     }
 
     fn visit_stmts(&mut self, block: &mut Block, tail: Option<usize>) {
+        let outer_ahead = core::mem::take(&mut self.ahead);
         let mut stmts = Vec::with_capacity(block.stmts.len());
-        for (index, mut stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
+        for (index, stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
             // A macro whose tokens may make a D1 call out of sight, told as it begins.
             if let Stmt::Macro(statement) = &stmt
                 && let Some(observe) = self.foreign_macro_observation(&statement.mac)
             {
                 stmts.push(syn::parse_quote!(#observe;));
             }
-            if Some(index) == tail {
-                let outer = core::mem::replace(&mut self.in_return_position, true);
-                self.visit_stmt_mut(&mut stmt);
-                self.in_return_position = outer;
-                stmts.push(stmt);
-                continue;
-            }
-            if let Stmt::Local(local) = &mut stmt {
-                if let Some(name) = pending_binding(local) {
-                    self.pending.insert(name);
-                }
-                // The initialiser first: executions inside it are its own.
-                if let Some(init) = &mut local.init {
-                    self.visit_expr_mut(&mut init.expr);
-                    if let Some((_, diverge)) = &mut init.diverge {
-                        self.visit_expr_mut(diverge);
-                    }
-                }
-                let (before, after) = match self.mode {
-                    Mode::PerCall => self.statement_binding(local).unwrap_or_default(),
-                    Mode::WholeBody { read_only } => {
-                        if read_only {
-                            self.sighted_binding(local);
-                        }
-                        Default::default()
-                    }
-                };
-                stmts.extend(before);
-                stmts.push(stmt);
-                stmts.extend(after);
-                continue;
-            }
-            self.visit_stmt_mut(&mut stmt);
-            stmts.push(stmt);
+            let at = stmts.len();
+            self.visit_one(stmt, index, tail, &mut stmts);
+            // Such a macro inside the statement, told before it begins.
+            let ahead = self
+                .ahead
+                .drain(..)
+                .map(|observe| -> Stmt { syn::parse_quote!(#observe;) });
+            stmts.splice(at..at, ahead.collect::<Vec<_>>());
         }
         block.stmts = stmts;
+        self.ahead = outer_ahead;
+    }
+
+    /// Visits one statement of a block into `stmts`, with those it adds around it.
+    fn visit_one(
+        &mut self,
+        mut stmt: Stmt,
+        index: usize,
+        tail: Option<usize>,
+        stmts: &mut Vec<Stmt>,
+    ) {
+        if Some(index) == tail {
+            let outer = core::mem::replace(&mut self.in_return_position, true);
+            self.visit_stmt_mut(&mut stmt);
+            self.in_return_position = outer;
+            stmts.push(stmt);
+            return;
+        }
+        if let Stmt::Local(local) = &mut stmt {
+            if let Some(name) = pending_binding(local) {
+                self.pending.insert(name);
+            }
+            // The initialiser first: executions inside it are its own.
+            if let Some(init) = &mut local.init {
+                self.visit_expr_mut(&mut init.expr);
+                if let Some((_, diverge)) = &mut init.diverge {
+                    self.visit_expr_mut(diverge);
+                }
+            }
+            let (before, after) = match self.mode {
+                Mode::PerCall => self.statement_binding(local).unwrap_or_default(),
+                Mode::WholeBody { read_only } => {
+                    if read_only {
+                        self.sighted_binding(local);
+                    }
+                    Default::default()
+                }
+            };
+            stmts.extend(before);
+            stmts.push(stmt);
+            stmts.extend(after);
+            return;
+        }
+        self.visit_stmt_mut(&mut stmt);
+        stmts.push(stmt);
     }
 }
 
@@ -219,11 +239,10 @@ impl VisitMut for Finder<'_> {
                 }
             }
             Expr::Macro(mac) => {
-                let observe = self.foreign_macro_observation(&mac.mac);
-                visit_mut::visit_expr_macro_mut(self, mac);
-                if let Some(observe) = observe {
-                    *expr = Expr::Verbatim(quote!((#observe, #mac).1));
+                if let Some(observe) = self.foreign_macro_observation(&mac.mac) {
+                    self.ahead.push(observe);
                 }
+                visit_mut::visit_expr_macro_mut(self, mac);
             }
             Expr::Path(_) => {
                 if let Some(rewritten) = self.observed_path(expr) {
