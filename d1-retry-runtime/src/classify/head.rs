@@ -265,14 +265,50 @@ impl SqliteCodeMatcher {
     }
 }
 
+/// Matches [`D1_CODE`] in text that arrives one byte at a time, and keeps the byte in front
+/// of the occurrence being matched.
+#[derive(Clone, Copy, Default)]
+struct CodeMatcher {
+    /// Bytes of the code matched so far.
+    matched: usize,
+    /// The byte in front of the occurrence being matched (or just matched).
+    before: Option<u8>,
+}
+
+impl CodeMatcher {
+    /// Feeds `byte`, which came after `last`; returns whether an occurrence ends with it.
+    fn matched(&mut self, byte: u8, last: Option<u8>) -> bool {
+        let code = D1_CODE.as_bytes();
+        if code.get(self.matched) == Some(&byte) {
+            if self.matched == 0 {
+                self.before = last;
+            }
+            self.matched += 1;
+        } else if code.first() == Some(&byte) {
+            // Exact because the code's first byte occurs nowhere else in it.
+            self.before = last;
+            self.matched = 1;
+        } else {
+            self.matched = 0;
+        }
+        let whole = self.matched == code.len();
+        if whole {
+            self.matched = 0;
+        }
+        whole
+    }
+}
+
 /// Finds the first [`D1_CODE`] on the first line of text that arrives in pieces, and keeps
 /// the [`HEAD_LEN`] bytes that start there: D1's part of a message the user's own error type
 /// wrote text in front of.
 struct D1PartFinder {
     state: PartState,
-    /// The last byte seen while searching.
+    /// The last byte seen.
     last: Option<u8>,
-    /// The byte in front of the occurrence being matched (or found).
+    /// Matches the first code, then any further one on the first line.
+    code: CodeMatcher,
+    /// The byte in front of the first code.
     before: Option<u8>,
     part: [u8; HEAD_LEN],
     len: usize,
@@ -280,9 +316,6 @@ struct D1PartFinder {
     cut: bool,
     /// Bytes of the part seen so far, kept or not.
     seen: usize,
-    /// Bytes of a further [`D1_CODE`] matched on the first line, and the byte in front of it.
-    further: usize,
-    further_before: Option<u8>,
     /// A further `D1_` right after a space came on the first line past the kept bytes
     /// (those in them are found by [`another_part`]): only a permanent verdict stands.
     another_beyond: bool,
@@ -292,8 +325,8 @@ struct D1PartFinder {
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum PartState {
-    /// This many bytes of [`D1_CODE`] matched so far.
-    Searching(usize),
+    /// Looking for the first [`D1_CODE`].
+    Searching,
     /// Found behind a space: keeping its bytes.
     Keeping,
     /// The first line ended first, or the code was found behind another byte than a space:
@@ -304,15 +337,14 @@ enum PartState {
 impl D1PartFinder {
     fn new() -> Self {
         D1PartFinder {
-            state: PartState::Searching(0),
+            state: PartState::Searching,
             last: None,
+            code: CodeMatcher::default(),
             before: None,
             part: [0; HEAD_LEN],
             len: 0,
             cut: false,
             seen: 0,
-            further: 0,
-            further_before: None,
             another_beyond: false,
             line_ended: false,
         }
@@ -320,29 +352,17 @@ impl D1PartFinder {
 
     fn feed(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
-        while let PartState::Searching(matched) = self.state {
+        while self.state == PartState::Searching {
             let Some((&byte, tail)) = rest.split_first() else {
                 return;
             };
             rest = tail;
-            self.state = if byte == b'\n' || byte == b'\r' {
-                PartState::Absent
-            } else if D1_CODE.as_bytes().get(matched) == Some(&byte) {
-                if matched == 0 {
-                    self.before = self.last;
-                }
-                if matched + 1 == D1_CODE.len() {
-                    self.found()
-                } else {
-                    PartState::Searching(matched + 1)
-                }
-            } else if D1_CODE.as_bytes().first() == Some(&byte) {
-                // Exact because the code's first byte occurs nowhere else in it.
-                self.before = self.last;
-                PartState::Searching(1)
-            } else {
-                PartState::Searching(0)
-            };
+            if byte == b'\n' || byte == b'\r' {
+                self.state = PartState::Absent;
+            } else if self.code.matched(byte, self.last) {
+                self.before = self.code.before;
+                self.state = self.found();
+            }
             self.last = Some(byte);
         }
         if self.state == PartState::Keeping {
@@ -354,7 +374,6 @@ impl D1PartFinder {
     /// Watches the rest of the first line, past the kept bytes, for a further `D1_` right
     /// after a space.
     fn watch_for_another(&mut self, bytes: &[u8]) {
-        let code = D1_CODE.as_bytes();
         for &byte in bytes {
             if self.line_ended || self.another_beyond {
                 return;
@@ -364,24 +383,10 @@ impl D1PartFinder {
                 self.line_ended = true;
                 return;
             }
-            if code.get(self.further) == Some(&byte) {
-                if self.further == 0 {
-                    self.further_before = self.last;
-                }
-                self.further += 1;
-                if self.further == code.len() {
-                    // One wholly in the kept bytes is `another_part`'s.
-                    self.another_beyond =
-                        self.seen > HEAD_LEN && self.further_before == Some(D1_PART_SEPARATOR);
-                    self.further = 0;
-                }
-            } else if code.first() == Some(&byte) {
-                // Exact because the code's first byte occurs nowhere else in it.
-                self.further_before = self.last;
-                self.further = 1;
-            } else {
-                self.further = 0;
-            }
+            // One wholly in the kept bytes is `another_part`'s.
+            self.another_beyond = self.code.matched(byte, self.last)
+                && self.seen > HEAD_LEN
+                && self.code.before == Some(D1_PART_SEPARATOR);
             self.last = Some(byte);
         }
     }

@@ -423,7 +423,7 @@ pub struct Unretried<R>(R);
 /// write becomes [`Access::DecodedWrite`], never retried, since the call's error may be a
 /// row's own text read like D1's (see there). A read stays a read: running it again
 /// writes nothing, whatever its error said.
-const fn decoded(access: Access) -> Access {
+pub(crate) const fn decoded(access: Access) -> Access {
     match access {
         Access::Write | Access::Unseen => Access::DecodedWrite,
         other => other,

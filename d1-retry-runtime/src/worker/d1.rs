@@ -13,7 +13,7 @@ use worker::{
     D1SessionConstraint, Error, Result,
 };
 
-use crate::dispatch::receiver::Retrying;
+use crate::dispatch::receiver::{Retrying, decoded};
 use crate::retry::call::TimedCall;
 use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
@@ -439,13 +439,10 @@ impl IntoFuture for D1RetryStatement {
 
 /// The access of a call of SQL judged `read_only`; `decodes`: the call decodes the rows
 /// into the caller's type (`first`, `raw`), so that a write is an
-/// [`Access::DecodedWrite`], never retried, as `#[d1_retry]` makes it.
+/// [`Access::DecodedWrite`], never retried, as `#[d1_retry]` makes it (`decoded`).
 fn access(read_only: bool, decodes: bool) -> Access {
-    match (read_only, decodes) {
-        (true, _) => Access::ReadOnly,
-        (false, true) => Access::DecodedWrite,
-        (false, false) => Access::Write,
-    }
+    let access = Access::judged(read_only);
+    if decodes { decoded(access) } else { access }
 }
 
 /// Retries a batch: read-only only when every statement is. The binding is handed its own

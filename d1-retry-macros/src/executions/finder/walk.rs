@@ -114,15 +114,15 @@ impl Finder<'_> {
         let outer_ahead = core::mem::take(&mut self.ahead);
         let mut stmts = Vec::with_capacity(block.stmts.len());
         for (index, stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
-            // A macro whose tokens may make a D1 call out of sight, told as it begins.
+            // A macro whose tokens may make a D1 call out of sight, told as it begins: the
+            // statement itself, or one inside it (`Expr::Macro`, in `visit_expr_mut`).
             if let Stmt::Macro(statement) = &stmt
                 && let Some(observe) = self.foreign_macro_observation(&statement.mac)
             {
-                stmts.push(syn::parse_quote!(#observe;));
+                self.ahead.push(observe);
             }
             let at = stmts.len();
             self.visit_one(stmt, index, tail, &mut stmts);
-            // Such a macro inside the statement, told before it begins.
             let ahead = self
                 .ahead
                 .drain(..)
