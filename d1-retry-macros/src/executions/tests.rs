@@ -1496,4 +1496,9 @@ fn a_read_only_body_judges_path_calls_and_d1_shaped_calls_by_their_output() {
     assert_eq!(judged("{ held.run().await }"), 1);
     assert_eq!(judged("{ held.first(None).await }"), 1);
     assert_eq!(judged("{ let v = cache.first(); v }"), 0);
+    // `into_future()` runs the statement when awaited, as its `.await` does; a database's
+    // `dump()` holds no statement.
+    assert_eq!(judged("{ held.clone().into_future().await }"), 1);
+    assert_eq!(judged("{ held.into_future(x) }"), 0);
+    assert_eq!(judged("{ db.dump().await }"), 0);
 }

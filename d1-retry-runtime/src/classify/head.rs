@@ -657,6 +657,31 @@ mod tests {
         }
     }
 
+    /// A second D1 part past the kept bytes of the first is seen as the text streams by;
+    /// one on a later line is not a part.
+    #[test]
+    fn a_second_d1_part_past_the_kept_bytes_is_seen() {
+        let first = "note D1_ERROR: D1 DB is overloaded. Too many requests queued. ";
+        let far = format!(
+            "{first}{} D1_ERROR: Network connection lost.",
+            "x".repeat(HEAD_LEN)
+        );
+        let next_line = format!(
+            "{first}{}\n D1_ERROR: Network connection lost.",
+            "x".repeat(HEAD_LEN)
+        );
+        for piece in [1, 2, 7, far.len()] {
+            assert_eq!(streamed(&far, piece), None, "{piece}-byte pieces");
+            assert_eq!(
+                streamed(&next_line, piece),
+                Some(FailureClass::NotExecuted),
+                "{piece}-byte pieces"
+            );
+        }
+        assert_eq!(message_class(&far), FailureClass::Permanent);
+        assert_eq!(message_class(&next_line), FailureClass::NotExecuted);
+    }
+
     #[test]
     fn sqlite_code_matcher_restarts_correctly() {
         for (text, expected) in [
