@@ -81,8 +81,7 @@ pub(super) enum MacroArguments {
 impl MacroArguments {
     /// The arguments of a call of one of the [`EXPRESSION_MACROS`], when they parse.
     pub(super) fn of_expression_macro(mac: &Macro) -> Option<Self> {
-        let name = macro_name(mac)?;
-        if !EXPRESSION_MACROS.contains(&name.as_str()) {
+        if !is_expression_macro(mac) {
             return None;
         }
         Self::parse(mac.tokens.clone())
@@ -101,6 +100,12 @@ impl MacroArguments {
         };
         repeat.parse2(tokens).ok()
     }
+}
+
+/// Whether the macro is one of the [`EXPRESSION_MACROS`], whose arguments are walked and
+/// rewritten as any other expression.
+pub(super) fn is_expression_macro(mac: &Macro) -> bool {
+    macro_name(mac).is_some_and(|name| EXPRESSION_MACROS.contains(&name.as_str()))
 }
 
 /// The macro's name, the last segment of its path (`join` for `tokio::join!`).

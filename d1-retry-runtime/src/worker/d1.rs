@@ -146,7 +146,7 @@ impl D1Retry {
         retried(
             &self.policy,
             operation_name(query),
-            access(read_only, false),
+            Access::judged(read_only),
             move |()| self.db.exec(query),
         )
     }
@@ -462,7 +462,7 @@ where
     retried(
         policy,
         "D1Retry::batch",
-        access(read_only, false),
+        Access::judged(read_only),
         move |()| batch(statements.iter().map(|s| s.statement.clone()).collect()),
     )
 }

@@ -18,7 +18,7 @@ use crate::executions::syntax::{
     Database, is_d1_path, is_place, is_place_expression, strip_parens,
 };
 use crate::executions::vocabulary::{
-    EXPRESSION_MACROS, STATEMENT_EXECUTIONS, execution_path, macro_name, may_make_d1_call,
+    STATEMENT_EXECUTIONS, execution_path, is_expression_macro, may_make_d1_call,
 };
 use crate::sql::Handed;
 
@@ -79,8 +79,7 @@ impl Finder<'_> {
     /// (`Access::Unseen`), and the body is not run again. A read made there costs the body
     /// its retries; a write made there ran twice before.
     pub(super) fn foreign_macro_observation(&self, mac: &Macro) -> Option<TokenStream> {
-        let walked = macro_name(mac).is_some_and(|name| EXPRESSION_MACROS.contains(&name.as_str()));
-        if !self.observing() || walked || !may_make_d1_call(mac.tokens.clone()) {
+        if !self.observing() || is_expression_macro(mac) || !may_make_d1_call(mac.tokens.clone()) {
             return None;
         }
         let private = &self.names.private;

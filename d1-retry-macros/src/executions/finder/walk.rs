@@ -11,7 +11,7 @@ use crate::executions::bindings::name;
 use crate::executions::generated::const_access;
 use crate::executions::syntax::{chosen, statement_like, strip_parens, strip_parens_mut};
 use crate::executions::vocabulary::{
-    EXPRESSION_MACROS, MacroArguments, execution_path, is_execution, macro_name,
+    MacroArguments, execution_path, is_execution, is_expression_macro, macro_name,
 };
 use crate::executions::{Execution, Mode};
 use crate::sql::Sql;
@@ -311,9 +311,8 @@ impl VisitMut for Finder<'_> {
             Mode::PerCall => MacroArguments::of_expression_macro(mac),
             Mode::WholeBody { .. } => MacroArguments::parse(mac.tokens.clone()),
         };
-        let name = macro_name(mac);
-        let is_vec = name.as_deref() == Some("vec");
-        let foreign = !name.is_some_and(|name| EXPRESSION_MACROS.contains(&name.as_str()));
+        let is_vec = macro_name(mac).as_deref() == Some("vec");
+        let foreign = !is_expression_macro(mac);
         let outer = self.in_foreign_macro;
         self.in_foreign_macro |= foreign;
         match arguments {
