@@ -193,6 +193,154 @@ async fn a_refused_write_is_not_sent_again_for_a_name_in_d1_s_words() {
     assert_eq!(count(&db, "SELECT count(*) FROM tags"), 2);
 }
 
+/// How a user's error of one message, with no `source()`, shows the client's note and D1's
+/// error: the note at the very start, D1's part behind a byte that is not a space, or on a
+/// later line; and whether D1's own part, behind a note that says nothing, is read (only
+/// behind a space on the first line: elsewhere it may be quoted text).
+type Rendering = (&'static str, fn(&str, &Error) -> String, bool);
+
+const RENDERINGS: [Rendering; 10] = [
+    ("{note}: {e}", |n, e| format!("{n}: {e}"), true),
+    ("Error: {note} {e}", |n, e| format!("Error: {n} {e}"), true),
+    (
+        "saving {note} ({e})",
+        |n, e| format!("saving {n} ({e})"),
+        false,
+    ),
+    ("saving {note}:{e}", |n, e| format!("saving {n}:{e}"), false),
+    (
+        "saving {note}\\t{e}",
+        |n, e| format!("saving {n}\t{e}"),
+        false,
+    ),
+    (
+        "saving {note} '{e}'",
+        |n, e| format!("saving {n} '{e}'"),
+        false,
+    ),
+    (
+        "saving {note} [{e}]",
+        |n, e| format!("saving {n} [{e}]"),
+        false,
+    ),
+    (
+        "saving {note}: {e:?}",
+        |n, e| format!("saving {n}: {e:?}"),
+        false,
+    ),
+    (
+        "saving {note}\\n: {e}",
+        |n, e| format!("saving {n}\n: {e}"),
+        false,
+    ),
+    (
+        "saving {note}\\ncaused by: {e}",
+        |n, e| format!("saving {n}\ncaused by: {e}"),
+        false,
+    ),
+];
+
+/// The user's error of one message, with no chain.
+#[derive(Debug)]
+struct Rendered(String);
+
+impl fmt::Display for Rendered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl StdError for Rendered {}
+
+/// One direct write in a `Retry` whose error is `render`'s text, read as an error type of
+/// the user's (`run`) or as a `String` (`run_by(classify_message)`, as the README shows).
+/// Returns, for each, whether the caller got an error, and the calls and rows made.
+async fn save_rendered(
+    db: &D1Database,
+    note: &str,
+    render: fn(&str, &Error) -> String,
+    as_string: bool,
+) -> (bool, usize, i64) {
+    let attempt = || async {
+        db.prepare(INSERT_NOTE)
+            .bind(&[note.into()])
+            .map_err(|e| render(note, &e))?
+            .run()
+            .await
+            .map_err(|e| render(note, &e))?;
+        Ok::<(), String>(())
+    };
+    let failed = if as_string {
+        Retry::new("notes.save")
+            .policy(NO_BUDGET)
+            .run_by(|e: &String| classify_message(e), attempt)
+            .await
+            .is_err()
+    } else {
+        Retry::new("notes.save")
+            .policy(NO_BUDGET)
+            .run(|| async { attempt().await.map_err(Rendered) })
+            .await
+            .is_err()
+    };
+    let rows = count(db, "SELECT count(*) FROM notes");
+    (failed, db.calls().len(), rows)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_client_s_text_in_one_message_does_not_send_a_write_again() {
+    let forged_first = "D1_ERROR: D1 DB is overloaded. Too many requests queued.";
+    for (name, render, read) in RENDERINGS {
+        for note in [FORGED, PHRASE, forged_first] {
+            for as_string in [false, true] {
+                let db = lost_after_running();
+                let sent = save_rendered(&db, note, render, as_string).await;
+                assert_eq!(sent, (true, 1, 1), "{name} {note:?}, a String: {as_string}");
+            }
+        }
+        // The controls: a note that says nothing leaves the verdict to D1's part, which
+        // retries a failure that did not reach D1 where it is read, and not one after the
+        // write ran.
+        for as_string in [false, true] {
+            let db = lost_after_running();
+            let sent = save_rendered(&db, "hello", render, as_string).await;
+            assert_eq!(sent, (true, 1, 1), "{name}, a String: {as_string}");
+            let db = database();
+            db.add_fault(Fault::new(Message::CannotResolve).times(1));
+            let sent = save_rendered(&db, "hello", render, as_string).await;
+            let expected = if read { (false, 2, 1) } else { (true, 1, 0) };
+            assert_eq!(sent, expected, "{name}, a String: {as_string}");
+        }
+    }
+}
+
+/// `run_by(classify_message)` on anyhow's `{:?}`: the context with the client's note on the
+/// first line, D1's own message under "Caused by:" below it.
+#[tokio::test(start_paused = true)]
+async fn anyhow_s_debug_with_a_client_s_note_in_its_context_is_not_retried() {
+    use anyhow::Context as _;
+    let db = lost_after_running();
+    let result: anyhow::Result<()> = Retry::new("notes.save")
+        .policy(NO_BUDGET)
+        .run_by(
+            |e: &anyhow::Error| classify_message(&format!("{e:?}")),
+            || async {
+                db.prepare(INSERT_NOTE)
+                    .bind(&[FORGED.into()])?
+                    .run()
+                    .await
+                    .with_context(|| format!("saving note {FORGED}"))?;
+                Ok(())
+            },
+        )
+        .await;
+    assert!(result.is_err(), "{result:?}");
+    assert_eq!(
+        (db.calls().len(), count(&db, "SELECT count(*) FROM notes")),
+        (1, 1)
+    );
+}
+
 /// `run_by(classify_message)` on anyhow's `{:#}`: one message, two D1 parts.
 #[tokio::test(start_paused = true)]
 async fn one_message_with_a_client_s_d1_part_before_d1_s_is_not_retried() {

@@ -29,7 +29,8 @@
 //! functions that wrote, called from bodies that run again; [`decoded_rows`] a row's text
 //! in the error of a write through `first` or `raw`; [`wrapped_statements`] statements run
 //! through types that deref to D1's in a `read_only` body; [`client_text`] a client's text
-//! in the user's own error around a `Retry`'s write.
+//! in the user's own error around a `Retry`'s write; [`handed_over`] statements a `read_only`
+//! body hands on to what runs them (`join!`, `timeout`, a path under another name).
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
@@ -38,6 +39,7 @@ mod concurrency;
 mod decoded_rows;
 mod errors;
 mod generic_repos;
+mod handed_over;
 mod harness;
 mod nested_read_only;
 mod read_only;

@@ -186,9 +186,9 @@ pub(super) fn is_execution(call: &ExprMethodCall) -> bool {
 }
 
 /// The execution a path to a function names, if its last segment is one of a statement's
-/// [`STATEMENT_EXECUTIONS`] or `batch` and it names a type's function, not a local one
-/// (`D1PreparedStatement::run`, `<D1PreparedStatement>::first`, `D1Database::batch`, not
-/// `run`): what a `read_only` body observes when the function is called, or handed on.
+/// [`STATEMENT_EXECUTIONS`], `batch` or `into_future` and it names a type's function, not a
+/// local one (`D1PreparedStatement::run`, `<D1PreparedStatement>::first`,
+/// `D1Database::batch`, `IntoFuture::into_future`, not `run`): what a `read_only` body observes when the function is called, or handed on.
 pub(super) fn execution_path(expr: &Expr) -> Option<String> {
     let Expr::Path(path) = expr else {
         return None;
@@ -197,5 +197,8 @@ pub(super) fn execution_path(expr: &Expr) -> Option<String> {
         return None;
     }
     let method = path.path.segments.last()?.ident.to_string();
-    (STATEMENT_EXECUTIONS.contains(&method.as_str()) || method == "batch").then_some(method)
+    (STATEMENT_EXECUTIONS.contains(&method.as_str())
+        || method == "batch"
+        || method == "into_future")
+        .then_some(method)
 }

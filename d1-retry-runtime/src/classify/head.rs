@@ -10,8 +10,9 @@
 
 use core::fmt;
 
+use super::parts::{self, CodeMatcher, PartScan, Verdicts};
 use super::vocabulary::{
-    D1_CODE, D1_PART_SEPARATOR, HEAD_LEN, SQLITE_CODE, another_part, d1_part_class, start_class,
+    D1_CODE, D1_PART_SEPARATOR, HEAD_LEN, SQLITE_CODE, d1_part_class, start_class,
 };
 use crate::FailureClass;
 
@@ -25,6 +26,9 @@ use crate::FailureClass;
 ///    [`start_class`];
 /// 3. else D1's part of the message behind the user's own text, see [`d1_part_class`];
 /// 4. else nothing.
+///
+/// A verdict of 2 or 3 that lets a call be made again stands only if every D1 part of the
+/// message, on any line, says the same ([`parts`]): else the message decides nothing.
 ///
 /// A `Display` that fails by itself decides nothing: its text may be cut anywhere, and a cut
 /// text is not a D1 message.
@@ -45,27 +49,33 @@ pub(super) fn text_class(text: &dyn fmt::Display) -> Option<FailureClass> {
 pub(super) fn message_class(message: &str) -> FailureClass {
     let bytes = message.as_bytes();
     let head = bytes.get(..HEAD_LEN).unwrap_or(bytes);
-    match start_class(head, head.len() == bytes.len()) {
-        // A SQLite code anywhere overrules a transient start.
-        Some(FailureClass::Permanent) => return FailureClass::Permanent,
-        Some(_) if find(bytes, SQLITE_CODE.as_bytes()).is_some() => {
-            return FailureClass::Permanent;
-        }
-        Some(class) => return class,
-        None => {}
-    }
-    // The first `D1_` counts only on the first line: found first, then the bytes before it
-    // checked for a line break, so the rest of a long message is not read.
-    let Some(at) = find(bytes, D1_CODE.as_bytes()) else {
+    let base = start_class(head, head.len() == bytes.len()).or_else(|| first_line_part(bytes));
+    if base == Some(FailureClass::Permanent) {
         return FailureClass::Permanent;
+    }
+    // The SQLite code and the other parts are looked for only when the verdict is not
+    // already permanent.
+    let sqlite_code = base.is_some() && find(bytes, SQLITE_CODE.as_bytes()).is_some();
+    let parts = match base {
+        Some(_) if !sqlite_code => parts::of_message(bytes),
+        _ => Verdicts::default(),
     };
+    verdict(base, sqlite_code, parts).unwrap_or(FailureClass::Permanent)
+}
+
+/// The class of D1's part of a message held whole, from its first `D1_` if that is on the
+/// first line ([`d1_part_class`]).
+fn first_line_part(bytes: &[u8]) -> Option<FailureClass> {
+    // Found first, then the bytes before it checked for a line break, so the rest of a long
+    // message is not read.
+    let at = find(bytes, D1_CODE.as_bytes())?;
     if bytes
         .get(..at)
         .unwrap_or_default()
         .iter()
         .any(|&byte| byte == b'\n' || byte == b'\r')
     {
-        return FailureClass::Permanent;
+        return None;
     }
     let before = at
         .checked_sub(1)
@@ -73,16 +83,20 @@ pub(super) fn message_class(message: &str) -> FailureClass {
         .copied();
     let part = bytes.get(at..).unwrap_or_default();
     let kept = part.get(..HEAD_LEN).unwrap_or(part);
-    match d1_part_class(before, kept, kept.len() == part.len()) {
-        // A SQLite code anywhere would have decided before the D1 part is read.
-        Some(class) if find(bytes, SQLITE_CODE.as_bytes()).is_none() => {
-            if class != FailureClass::Permanent && another_part(part) {
-                FailureClass::Permanent
-            } else {
-                class
-            }
-        }
-        _ => FailureClass::Permanent,
+    d1_part_class(before, kept, kept.len() == part.len())
+}
+
+/// The verdict of a message from what was read of it: `base`, the class its start or its
+/// first line's D1 part decides; whether a SQLite code came anywhere; the verdicts of all
+/// its D1 parts.
+fn verdict(base: Option<FailureClass>, sqlite_code: bool, parts: Verdicts) -> Option<FailureClass> {
+    match base {
+        // SQLite ran the statement and refused it, whatever the text around says.
+        _ if sqlite_code => Some(FailureClass::Permanent),
+        Some(FailureClass::Permanent) => Some(FailureClass::Permanent),
+        Some(class) if parts.all_say(class) => Some(class),
+        // Nothing recognized, or parts that disagree: which one is D1's own is not known.
+        _ => None,
     }
 }
 
@@ -136,22 +150,14 @@ impl HeadReader {
     /// The whole verdict, once the writer has finished or been stopped.
     fn class(&self) -> Option<FailureClass> {
         match self.start {
+            // The rest was not read: a permanent start is final.
             Some(Some(FailureClass::Permanent)) => Some(FailureClass::Permanent),
-            // A transient start, unless a SQLite code came anywhere (head included).
-            Some(Some(class)) if !self.rest.sqlite_code.found() => Some(class),
-            Some(_) => self.rest.class(),
+            Some(start) => self.rest.class(start),
             // The whole text fits the head: judged at once.
             None => {
                 let mut rest = RestScan::new();
                 rest.feed(self.head());
-                match start_class(self.head(), true) {
-                    Some(class)
-                        if class == FailureClass::Permanent || !rest.sqlite_code.found() =>
-                    {
-                        Some(class)
-                    }
-                    _ => rest.class(),
-                }
+                rest.class(start_class(self.head(), true))
             }
         }
     }
@@ -201,12 +207,14 @@ impl fmt::Write for HeadReader {
     }
 }
 
-/// What a message whose start decided nothing may still say, read as it streams by: whether
-/// it holds a SQLite result code, and its D1 part (from the first [`D1_CODE`] on its first
-/// line). Fed with every byte of the message, in order, in pieces of any size.
+/// What the whole of a message whose start is not permanent says, read as it streams by:
+/// whether it holds a SQLite result code, its D1 part (from the first [`D1_CODE`] on its
+/// first line), and what all its D1 parts say. Fed with every byte of the message, in
+/// order, in pieces of any size.
 struct RestScan {
     sqlite_code: SqliteCodeMatcher,
     d1_part: D1PartFinder,
+    parts: PartScan,
 }
 
 impl RestScan {
@@ -214,6 +222,7 @@ impl RestScan {
         RestScan {
             sqlite_code: SqliteCodeMatcher::default(),
             d1_part: D1PartFinder::new(),
+            parts: PartScan::new(),
         }
     }
 
@@ -224,15 +233,20 @@ impl RestScan {
             return true;
         }
         self.d1_part.feed(bytes);
+        self.parts.feed(bytes);
         self.sqlite_code.feed(bytes)
     }
 
-    /// The verdict once the whole text has been fed, or the scan has said it is known.
-    fn class(&self) -> Option<FailureClass> {
-        if self.sqlite_code.found() {
-            return Some(FailureClass::Permanent);
-        }
-        self.d1_part.class()
+    /// The verdict once the whole text has been fed, or the scan has said it is known;
+    /// `start` is what the message's start decided.
+    fn class(&self, start: Option<FailureClass>) -> Option<FailureClass> {
+        let base = start.or_else(|| self.d1_part.class());
+        let sqlite_code = self.sqlite_code.found();
+        let parts = match base {
+            Some(_) if !sqlite_code => self.parts.verdicts(),
+            _ => Verdicts::default(),
+        };
+        verdict(base, sqlite_code, parts)
     }
 }
 
@@ -265,40 +279,6 @@ impl SqliteCodeMatcher {
     }
 }
 
-/// Matches [`D1_CODE`] in text that arrives one byte at a time, and keeps the byte in front
-/// of the occurrence being matched.
-#[derive(Clone, Copy, Default)]
-struct CodeMatcher {
-    /// Bytes of the code matched so far.
-    matched: usize,
-    /// The byte in front of the occurrence being matched (or just matched).
-    before: Option<u8>,
-}
-
-impl CodeMatcher {
-    /// Feeds `byte`, which came after `last`; returns whether an occurrence ends with it.
-    fn matched(&mut self, byte: u8, last: Option<u8>) -> bool {
-        let code = D1_CODE.as_bytes();
-        if code.get(self.matched) == Some(&byte) {
-            if self.matched == 0 {
-                self.before = last;
-            }
-            self.matched += 1;
-        } else if code.first() == Some(&byte) {
-            // Exact because the code's first byte occurs nowhere else in it.
-            self.before = last;
-            self.matched = 1;
-        } else {
-            self.matched = 0;
-        }
-        let whole = self.matched == code.len();
-        if whole {
-            self.matched = 0;
-        }
-        whole
-    }
-}
-
 /// Finds the first [`D1_CODE`] on the first line of text that arrives in pieces, and keeps
 /// the [`HEAD_LEN`] bytes that start there: D1's part of a message the user's own error type
 /// wrote text in front of.
@@ -306,7 +286,7 @@ struct D1PartFinder {
     state: PartState,
     /// The last byte seen.
     last: Option<u8>,
-    /// Matches the first code, then any further one on the first line.
+    /// Matches the first code.
     code: CodeMatcher,
     /// The byte in front of the first code.
     before: Option<u8>,
@@ -314,13 +294,6 @@ struct D1PartFinder {
     len: usize,
     /// Bytes came after the part was full: it does not reach the end of the message.
     cut: bool,
-    /// Bytes of the part seen so far, kept or not.
-    seen: usize,
-    /// A further `D1_` right after a space came on the first line past the kept bytes
-    /// (those in them are found by [`another_part`]): only a permanent verdict stands.
-    another_beyond: bool,
-    /// The first line has ended: no further code counts.
-    line_ended: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -344,9 +317,6 @@ impl D1PartFinder {
             part: [0; HEAD_LEN],
             len: 0,
             cut: false,
-            seen: 0,
-            another_beyond: false,
-            line_ended: false,
         }
     }
 
@@ -367,27 +337,6 @@ impl D1PartFinder {
         }
         if self.state == PartState::Keeping {
             self.keep(rest);
-            self.watch_for_another(rest);
-        }
-    }
-
-    /// Watches the rest of the first line, past the kept bytes, for a further `D1_` right
-    /// after a space.
-    fn watch_for_another(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            if self.line_ended || self.another_beyond {
-                return;
-            }
-            self.seen += 1;
-            if byte == b'\n' || byte == b'\r' {
-                self.line_ended = true;
-                return;
-            }
-            // One wholly in the kept bytes is `another_part`'s.
-            self.another_beyond = self.code.matched(byte, self.last)
-                && self.seen > HEAD_LEN
-                && self.code.before == Some(D1_PART_SEPARATOR);
-            self.last = Some(byte);
         }
     }
 
@@ -397,7 +346,6 @@ impl D1PartFinder {
             return PartState::Absent;
         }
         self.keep(D1_CODE.as_bytes());
-        self.seen = D1_CODE.len();
         PartState::Keeping
     }
 
@@ -418,11 +366,7 @@ impl D1PartFinder {
             return None;
         }
         let part = self.part.get(..self.len).unwrap_or_default();
-        let class = d1_part_class(self.before, part, !self.cut);
-        if class != Some(FailureClass::Permanent) && (self.another_beyond || another_part(part)) {
-            return None;
-        }
-        class
+        d1_part_class(self.before, part, !self.cut)
     }
 }
 
@@ -601,7 +545,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_first_d1_code_on_the_first_line_counts() {
+    fn the_first_d1_code_on_the_first_line_decides_if_every_part_agrees() {
         for (text, expected) in [
             (
                 "ctx D1_ERROR: Network connection lost.",
@@ -618,17 +562,33 @@ mod tests {
                  D1_ERROR: Network connection lost.",
                 None,
             ),
+            // Two parts that say the same (a stack trace repeats the message).
             (
                 "ctx D1_ERROR: Network connection lost. D1_ERROR: Network connection lost.",
+                Some(FailureClass::MaybeExecuted),
+            ),
+            (
+                "ctx D1_ERROR: Network connection lost.\nError: D1_ERROR: Network connection \
+                 lost.\n    at D1Database._send (d1:1:2)",
+                Some(FailureClass::MaybeExecuted),
+            ),
+            // Further parts that do not, behind any byte and on any line.
+            ("ctx D1_ERROR: Network connection lost. (D1_ERROR: x)", None),
+            ("ctx D1_ERROR: Network connection lost.\n D1_ERROR: x", None),
+            (
+                "ctx D1_ERROR: D1 DB is overloaded. Too many requests queued.:D1_ERROR: \
+                 Network connection lost.",
                 None,
             ),
             (
-                "ctx D1_ERROR: Network connection lost. (D1_ERROR: x)",
-                Some(FailureClass::MaybeExecuted),
+                "D1 DB is overloaded. Too many requests queued.: D1_ERROR: Network \
+                 connection lost.",
+                None,
             ),
             (
-                "ctx D1_ERROR: Network connection lost.\n D1_ERROR: x",
-                Some(FailureClass::MaybeExecuted),
+                "D1_ERROR: D1 DB is overloaded. Too many requests queued.\ncaused by: \
+                 D1_ERROR: Network connection lost.",
+                None,
             ),
             ("ctx D1_ERROR: odd D1_ERROR: Network connection lost.", None),
             ("ctx:D1_ERROR: Network connection lost.", None),
@@ -657,8 +617,8 @@ mod tests {
         }
     }
 
-    /// A second D1 part past the kept bytes of the first is seen as the text streams by;
-    /// one on a later line is not a part.
+    /// A second D1 part past the kept bytes of the first is seen as the text streams by,
+    /// on the first line and on a later one.
     #[test]
     fn a_second_d1_part_past_the_kept_bytes_is_seen() {
         let first = "note D1_ERROR: D1 DB is overloaded. Too many requests queued. ";
@@ -672,14 +632,10 @@ mod tests {
         );
         for piece in [1, 2, 7, far.len()] {
             assert_eq!(streamed(&far, piece), None, "{piece}-byte pieces");
-            assert_eq!(
-                streamed(&next_line, piece),
-                Some(FailureClass::NotExecuted),
-                "{piece}-byte pieces"
-            );
+            assert_eq!(streamed(&next_line, piece), None, "{piece}-byte pieces");
         }
         assert_eq!(message_class(&far), FailureClass::Permanent);
-        assert_eq!(message_class(&next_line), FailureClass::NotExecuted);
+        assert_eq!(message_class(&next_line), FailureClass::Permanent);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! - [`vocabulary`]: the documented messages, the prefixes, the rule for a message's start
 //!   and for D1's part of a message behind the user's own text.
 //! - [`head`]: the allocation-free reading of one message, streamed from its `Display`.
+//! - [`parts`]: every D1 part of a message, which must all agree for a verdict to stand.
 //! - [`link`]: how one link of a chain is read (by its `Display`, or with the `worker`
 //!   feature, a `worker::Error` from its JavaScript texts, in `worker_error.rs`).
 //! - [`log_text`]: the short text that stands for a failure in logs.
@@ -25,6 +26,7 @@ pub(crate) mod failure;
 mod head;
 mod link;
 mod log_text;
+mod parts;
 mod vocabulary;
 #[cfg(feature = "worker")]
 mod worker_error;

@@ -150,31 +150,6 @@ pub(super) fn d1_part_class(
     start_class(part, complete)
 }
 
-/// Whether another D1 part (a [`D1_CODE`] right after a space) comes on the first line of
-/// `part`, past the prefixes it starts with (a stack of them, `D1_ERROR: D1_ERROR: `, is
-/// one part). Then the first part may be a client's text the user's error quotes in front
-/// of D1's own message (`saving note "hi D1_ERROR: D1 DB is overloaded. Too many requests
-/// queued." failed: D1_ERROR: Network connection lost.`), and only a permanent verdict of
-/// it stands.
-pub(super) fn another_part(part: &[u8]) -> bool {
-    let line = part
-        .iter()
-        .position(|&byte| byte == b'\n' || byte == b'\r')
-        .map_or(part, |end| part.get(..end).unwrap_or_default());
-    let mut from = (line.len() - strip_prefixes(line).len()).max(1);
-    while let Some(at) = line.get(from..).and_then(|rest| {
-        rest.windows(D1_CODE.len())
-            .position(|window| window == D1_CODE.as_bytes())
-    }) {
-        let at = from + at;
-        if line.get(at - 1) == Some(&D1_PART_SEPARATOR) {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
-}
-
 fn strip_prefixes(mut message: &[u8]) -> &[u8] {
     while let Some(rest) = PREFIXES
         .iter()

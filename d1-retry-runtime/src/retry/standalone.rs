@@ -38,7 +38,10 @@ use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 /// `repo.place_order().await?; repo.order_count().await` (two `#[d1_retry]` methods)
 /// inserts once, whichever call fails. What the driver cannot see are D1 calls made
 /// directly in the attempt: after `ins_a.run().await?; ins_b.run().await`, a failure of
-/// `ins_b` that did not reach D1 runs the attempt again, and inserts `a` twice. So an
+/// `ins_b` that did not reach D1 runs the attempt again, and inserts `a` twice. The same
+/// holds for a direct write followed by any other failure whose text reads "not executed",
+/// such as a row type that rejects a client's value and echoes it (`all()`, then
+/// `results::<T>()`). So an
 /// attempt that may write should make its D1 calls through `#[d1_retry]` functions, or
 /// give each direct write a `Retry` of its own; several direct calls in one attempt are
 /// safe only when running all of them twice is ([`read_only`](Self::read_only),

@@ -391,17 +391,54 @@ impl Finder<'_> {
             Expr::Call(call) if execution_path(&call.func).is_some() => return None,
             _ => {}
         }
+        let handed = self.handed_over(base);
+        let span = base.span();
+        Some(quote_spanned!(span=> (#handed).await))
+    }
+
+    /// `value` moved through an observation of it as a statement that is run where it
+    /// goes: awaited ([`observed_await`](Self::observed_await)), or handed by value to
+    /// what may await it (an element of `join!`, a clone handed to a function:
+    /// [`observed_hand_over`](Self::observed_hand_over)). Nothing is observed of a value
+    /// that is not D1's statement.
+    fn handed_over(&mut self, value: &Expr) -> TokenStream {
         self.observes_held = true;
         let private = &self.names.private;
-        let span = base.span();
+        let span = value.span();
         let own = own_call(private, ".await", span);
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
-        Some(quote_spanned! {span=>
-            (match #base {
+        quote_spanned! {span=>
+            match #value {
                 #recv => (#observe, #recv).1
-            }).await
-        })
+            }
+        }
+    }
+
+    /// In a `read_only` body, a value handed on to what may run it as a statement, out of
+    /// sight: an element of `join!` or `try_join!`, which await each element, and a
+    /// statement's clone handed to a function or a method (`timeout(d, stmt.clone())`,
+    /// `tasks.push(stmt.clone())`). A statement is observed as it is handed over, as if it
+    /// ran there; other values are not. Only a `.clone()` is taken from a call's
+    /// arguments: a name handed on may be a `&mut` the call reborrows, which a move
+    /// through a `match` would not.
+    pub(super) fn observed_hand_over(&mut self, value: &mut Expr, any_value: bool) {
+        if !self.observing() || self.made_in_sight(value) || self.awaits_pending(value) {
+            return;
+        }
+        match strip_parens(value) {
+            Expr::Async(_)
+            | Expr::Block(_)
+            | Expr::Macro(_)
+            | Expr::Closure(_)
+            | Expr::Verbatim(_)
+            | Expr::Reference(_)
+            | Expr::Lit(_) => return,
+            Expr::MethodCall(call) if call.method == "clone" && call.args.is_empty() => {}
+            _ if any_value => {}
+            _ => return,
+        }
+        *value = Expr::Verbatim(self.handed_over(value));
     }
 
     /// In a `read_only` body, an execution called by its path (`D1PreparedStatement::run(
@@ -474,6 +511,14 @@ impl Finder<'_> {
             }
         };
         if !statement_type {
+            // Another type's function of such a name may be D1's own under another name
+            // (`type Stmt = D1PreparedStatement;`, `IntoFuture::into_future`): a statement
+            // out of sight, a write, as the enclosing statement begins.
+            let private = &self.names.private;
+            let span = expr.span();
+            let observe =
+                self.observe_access(quote_spanned!(span=> #private::Access::Unseen), span);
+            self.ahead.push(observe);
             return None;
         }
         self.observes_held = true;

@@ -228,6 +228,20 @@ impl VisitMut for Finder<'_> {
             Expr::MethodCall(_) | Expr::Call(_) if self.mode != Mode::PerCall => {
                 visit_mut::visit_expr_mut(self, expr);
                 self.whole_body_sql(expr);
+                // A statement's clone handed on, to what may run it out of sight; not SQL or
+                // values handed to make a statement.
+                let args = match expr {
+                    Expr::MethodCall(call)
+                        if !matches!(call.method.to_string().as_str(), "prepare" | "bind") =>
+                    {
+                        Some(&mut call.args)
+                    }
+                    Expr::Call(call) => Some(&mut call.args),
+                    _ => None,
+                };
+                for arg in args.into_iter().flatten() {
+                    self.observed_hand_over(arg, false);
+                }
                 // `stmt.into_future()`, which a `read_only` body observes as it would the
                 // statement's `.await`.
                 if let Expr::MethodCall(call) = expr
@@ -311,7 +325,10 @@ impl VisitMut for Finder<'_> {
             Mode::PerCall => MacroArguments::of_expression_macro(mac),
             Mode::WholeBody { .. } => MacroArguments::parse(mac.tokens.clone()),
         };
-        let is_vec = macro_name(mac).as_deref() == Some("vec");
+        let name = macro_name(mac);
+        let is_vec = name.as_deref() == Some("vec");
+        // `join!` and `try_join!` await each element: one that is a statement runs there.
+        let awaits_each = matches!(name.as_deref(), Some("join" | "try_join"));
         let foreign = !is_expression_macro(mac);
         let outer = self.in_foreign_macro;
         self.in_foreign_macro |= foreign;
@@ -322,6 +339,9 @@ impl VisitMut for Finder<'_> {
                         self.visit_element(arg);
                     } else {
                         self.visit_expr_mut(arg);
+                    }
+                    if awaits_each {
+                        self.observed_hand_over(arg, true);
                     }
                 }
                 mac.tokens = args.into_token_stream();

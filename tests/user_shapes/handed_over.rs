@@ -1,0 +1,123 @@
+//! A statement a `read_only` body does not run itself but hands on to what runs it out of
+//! sight: an element of `join!` or `try_join!`, a clone handed to `tokio::time::timeout`,
+//! `IntoFuture::into_future` called by its path, and an execution's path handed on as a
+//! function under a name of the user's (`type Stmt = D1PreparedStatement`). Each is
+//! observed as it is handed over (a statement's SQL read as if it ran there; a path the
+//! attribute cannot name, a write). Before, a held `INSERT` run in any of these ways ran
+//! again with the body after a later read failed "maybe executed", and the caller got `Ok`.
+
+use core::future::IntoFuture;
+use core::time::Duration;
+
+use d1_retry::d1_retry;
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message};
+
+use crate::harness::{Count, NO_BUDGET, READ_N, database, rows};
+
+/// A name of the user's for D1's statement type, as `use ... as Stmt` gives too.
+type Stmt = D1PreparedStatement;
+
+const INSERT: &str = "INSERT INTO orders (item) VALUES ('handed')";
+
+#[d1_retry(policy = NO_BUDGET)]
+async fn count_orders(db: &D1Database) -> Result<i64, Error> {
+    let row = db.prepare(READ_N).first::<Count>(None).await?;
+    Ok(row.map_or(0, |r| r.n))
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn in_join(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    let (ran, _) = tokio::join!(held.clone(), async { 1 });
+    ran?;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn in_try_join(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    let (_, n) = tokio::try_join!(held.clone(), async { Ok::<_, Error>(1) })?;
+    Ok(count_orders(db).await? + n - 1)
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn in_timeout(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    tokio::time::timeout(Duration::from_secs(5), held.clone())
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn into_future_by_path(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    IntoFuture::into_future(held.clone()).await?;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn into_future_by_qself(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    <D1PreparedStatement as IntoFuture>::into_future(held.clone()).await?;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn alias_path_handed_on(db: &D1Database, held: &[D1PreparedStatement]) -> Result<i64, Error> {
+    let pending: Vec<_> = held.iter().map(Stmt::run).collect();
+    for ran in pending {
+        ran.await?;
+    }
+    count_orders(db).await
+}
+
+/// Runs `body` with a held statement of `sql` while the count at its end fails once after
+/// it ran; returns whether the caller got an error, and the rows in `orders`.
+async fn run<F, Fut>(sql: &str, body: F) -> (bool, i64)
+where
+    F: FnOnce(D1Database, D1PreparedStatement) -> Fut,
+    Fut: Future<Output = Result<i64, Error>>,
+{
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(READ_N)
+            .times(1),
+    );
+    let held = db.prepare(sql);
+    let failed = body(db.clone(), held).await.is_err();
+    (failed, rows(&db, "orders"))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
+    macro_rules! each {
+        ($($name:literal => |$db:ident, $held:ident| $call:expr),+ $(,)?) => {$(
+            // A write handed over: the body is not run again, and the row lands once.
+            let sent = run(INSERT, |$db, $held| async move { $call }).await;
+            assert_eq!(sent, (true, 1), "{} with a write", $name);
+            // A read handed over: the body is run again, to its result.
+            let sent = run("SELECT 1", |$db, $held| async move { $call }).await;
+            assert_eq!(sent, (false, 0), "{} with a read", $name);
+        )+};
+    }
+    each!(
+        "join!" => |db, held| in_join(&db, &held).await,
+        "try_join!" => |db, held| in_try_join(&db, &held).await,
+        "timeout" => |db, held| in_timeout(&db, &held).await,
+        "IntoFuture::into_future" => |db, held| into_future_by_path(&db, &held).await,
+        "<_ as IntoFuture>::into_future" => |db, held| into_future_by_qself(&db, &held).await,
+    );
+}
+
+/// An execution's path under a name the attribute cannot tell is D1's: a write out of
+/// sight as the statement begins, whatever the statements hold (the price: a read handed
+/// on that way costs the body its retries).
+#[tokio::test(start_paused = true)]
+async fn an_execution_path_under_another_name_counts_as_a_write() {
+    for sql in [INSERT, "SELECT 1"] {
+        let (failed, rows) = run(sql, |db, held| async move {
+            alias_path_handed_on(&db, &[held]).await
+        })
+        .await;
+        assert!(failed, "{sql}");
+        assert_eq!(rows, i64::from(sql == INSERT), "{sql}");
+    }
+}
