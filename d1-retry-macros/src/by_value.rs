@@ -80,7 +80,7 @@ pub(crate) fn check(
 }
 
 /// The spans of the first and the last token of `tokens`.
-fn ends(tokens: TokenStream) -> (Span, Span) {
+pub(crate) fn ends(tokens: TokenStream) -> (Span, Span) {
     let mut tokens = tokens.into_iter();
     let first = tokens
         .next()

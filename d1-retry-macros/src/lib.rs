@@ -15,6 +15,7 @@ mod executions;
 mod expand;
 mod fallback;
 mod item;
+mod pointer_call;
 mod sql;
 mod valid;
 

@@ -9,6 +9,9 @@ pub use crate::dispatch::by_value_prepare::{
     ByValue, NotADatabase, PrepareTakingTheDatabaseByValue, ViaD1Database, ViaOtherDatabase,
 };
 pub use crate::dispatch::d1_prepare::{ViaD1Prepare, ViaOtherPrepare};
+pub use crate::dispatch::pointer_call::{
+    D1CallThroughAPointer, NotAPointer, PointerOf, ThroughAPointer, ViaOtherPointer, ViaPointer,
+};
 pub use crate::dispatch::receiver::{
     D1Call, D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
     Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, probed,

@@ -236,3 +236,43 @@ async fn statements_built_or_run_by_closures_land_once_whatever_fails() {
     })
     .await;
 }
+
+/// Futures of executions made at two sites that must have one type: chosen by `if` or
+/// `match`, or pushed into one `Vec`. Without the attribute each is D1's future of that
+/// method, one type; the runtime's future of a retried call has a type of its own per
+/// site, so these are left as written: made once, never retried, and it compiles.
+#[d1_retry(policy = NO_BUDGET)]
+// The `Vec` filled by `push` is the shape under test.
+#[allow(clippy::vec_init_then_push)]
+async fn one_type_across_sites(db: &D1Database, dry: bool) -> Result<i64, Error> {
+    let check = db.prepare(READ_N);
+    let apply = db.prepare("INSERT INTO orders (item) VALUES ('one-type')");
+    let chosen = if dry { check.run() } else { apply.run() };
+    chosen.await?;
+    let mut pending = Vec::new();
+    pending.push(check.first::<Count>(None));
+    pending.push(apply.first::<Count>(None));
+    let mut last = None;
+    for each in pending {
+        last = each.await?;
+    }
+    let picked = match dry {
+        true => check.all(),
+        false => apply.all(),
+    };
+    picked.await?;
+    Ok(n(last).min(0))
+}
+
+#[tokio::test(start_paused = true)]
+async fn futures_of_two_sites_with_one_type_compile_and_run_as_written() {
+    sweep_leaving(
+        "one type across sites",
+        &[READ_N, "('one-type')"],
+        |db, effects| async move {
+            effects.push("one");
+            one_type_across_sites(&db, false).await
+        },
+    )
+    .await;
+}

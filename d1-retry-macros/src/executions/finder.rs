@@ -32,6 +32,9 @@ pub(super) fn find(block: &mut Block, mode: Mode, names: &Names, bindings: Bindi
         all_sql: Vec::new(),
         in_move_closure: false,
         in_return_position: false,
+        unify_next: false,
+        unify_tail: false,
+        in_unifying_position: false,
         next_slot: 0,
         probes_errors: false,
         observes_held: false,
@@ -76,6 +79,18 @@ pub(super) struct Finder<'a> {
     in_move_closure: bool,
     /// Inside the function's returned value (its tail, a `return`, an `Ok(..)` of either).
     in_return_position: bool,
+    /// The next expression visited is a value that must have one type with another
+    /// site's: an `if`'s or a `match`'s arm value, a method call's argument
+    /// (`futures.push(a.run())`). Taken as the expression's visit begins, so nothing
+    /// inside it sees it.
+    unify_next: bool,
+    /// The next block visited is an `if`'s branch: its tail is such a value.
+    unify_tail: bool,
+    /// The execution being handled is such a value: a stored one there is left as
+    /// written, since the future the runtime makes of it has a type of its own per site,
+    /// where D1's futures of one method have one type (`if c { a.all() } else { b.all() }`
+    /// compiles without the attribute).
+    in_unifying_position: bool,
     next_slot: usize,
     /// See [`Found::probes_errors`].
     probes_errors: bool,

@@ -158,14 +158,20 @@ impl PartScan {
     /// or there is none pending (a code cut by their end is matched as the text goes on).
     fn next_part(&mut self) {
         let after = self.kept.get(1..self.len).unwrap_or_default();
-        match next_code(after) {
-            Some(at) => {
-                let from = 1 + at;
-                self.kept.copy_within(from..self.len, 0);
-                self.len -= from;
+        let Some(at) = next_code(after) else {
+            self.len = 0;
+            return;
+        };
+        // Moved down byte by byte rather than by `copy_within`, whose bounds check would
+        // bring a panic path into a Worker.
+        let from = 1 + at;
+        for to in 0..self.len - from {
+            let byte = self.kept.get(to + from).copied().unwrap_or_default();
+            if let Some(slot) = self.kept.get_mut(to) {
+                *slot = byte;
             }
-            None => self.len = 0,
         }
+        self.len -= from;
     }
 
     /// The verdicts of every part, once the whole text has been fed: the parts still

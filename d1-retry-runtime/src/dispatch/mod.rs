@@ -5,6 +5,8 @@
 //!   mark) and the site that retries them or makes them as written.
 //! - [`d1_prepare`] and [`by_value_prepare`]: whose `prepare` is trusted to make a statement
 //!   with the SQL handed to it.
+//! - [`pointer_call`]: that an execution on a pointer to a D1 type is D1's own, not a
+//!   method of the user's for the pointer.
 //! - [`statement_sql`] and [`batch_sql`]: the SQL a statement or a batch's list holds, read
 //!   when its execution begins, for statements the attribute could not see being made.
 //! - [`unseen_output`]: a `read_only` body's execution on a receiver of a type not marked
@@ -13,6 +15,7 @@
 pub(crate) mod batch_sql;
 pub(crate) mod by_value_prepare;
 pub(crate) mod d1_prepare;
+pub(crate) mod pointer_call;
 pub(crate) mod receiver;
 pub(crate) mod statement_sql;
 pub(crate) mod unseen_output;

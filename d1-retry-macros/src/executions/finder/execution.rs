@@ -11,6 +11,7 @@ use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call, with_checks};
 use crate::executions::syntax::{is_place, is_place_expression, statement_like, strip_parens};
 use crate::executions::{Execution, Mode};
+use crate::pointer_call::{self, PointerCall};
 use crate::sql::{Handed, Sql};
 
 impl Finder<'_> {
@@ -46,10 +47,18 @@ impl Finder<'_> {
             });
             return observed;
         }
+        // Where the call stands, for the check that it is not a method of the user's for a
+        // pointer to a D1 type (`pointer_call.rs`), taken before its arguments are rewritten.
+        let pointer_call = PointerCall::of(call);
         let place = is_place(&call.receiver);
         // A future returned from the function, or made in a `move` closure, may outlive the
-        // call's schedule: left as written unless awaited here.
-        let rewritable = awaited || (place && !self.in_move_closure && !self.in_return_position);
+        // call's schedule, and one that must have one type with another site's cannot take
+        // the runtime's: left as written unless awaited here.
+        let rewritable = awaited
+            || (place
+                && !self.in_move_closure
+                && !self.in_return_position
+                && !self.in_unifying_position);
         let slot = self.fresh_slot("call");
         let scan_into = rewritable.then_some(&slot);
         match method.as_str() {
@@ -242,6 +251,24 @@ impl Finder<'_> {
                     },
                     None => site,
                 }
+            }
+        };
+        // The receiver's type decides whether the call is D1's (`D1Receiver::D1_CALLS`), which
+        // a pointer passes on from the type it points to: the user's method lookup repeated
+        // on it, in code that never runs, refuses a method of the user's for the pointer
+        // (`pointer_call.rs`). The check and the site are a tuple, so that the site's
+        // temporaries live as long as they did, spanned as the site is, from the receiver to
+        // the method, where diagnostics about its value point.
+        let site = |receiver: &TokenStream| {
+            let site = site(receiver);
+            match &pointer_call {
+                Some(pointer_call) => {
+                    let check = pointer_call::check(private, pointer_call, receiver);
+                    let mut second = proc_macro2::Literal::usize_unsuffixed(1);
+                    second.set_span(span);
+                    quote_spanned!(whole=> (#check, #site).#second)
+                }
+                None => site,
             }
         };
         let receiver = strip_parens(&call.receiver);

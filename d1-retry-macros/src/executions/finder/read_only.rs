@@ -20,6 +20,7 @@ use crate::executions::syntax::{
 use crate::executions::vocabulary::{
     STATEMENT_EXECUTIONS, execution_path, is_expression_macro, may_make_d1_call,
 };
+use crate::pointer_call::{self, PointerCall};
 use crate::sql::Handed;
 
 impl Finder<'_> {
@@ -195,7 +196,20 @@ impl Finder<'_> {
         let whole = call.span();
         let own = own_call(private, &call.method.to_string(), span);
         let beyond = self.beyond_attempt;
-        let observe = |receiver: &TokenStream| self.observation(receiver, &own, span, beyond);
+        // The observation trusts the receiver's type to say whether the call is D1's
+        // (`D1Receiver::D1_CALLS`): on a pointer to a D1 type, a method of the user's for the
+        // pointer is refused first (`pointer_call.rs`), in code that never runs.
+        let pointer_call = PointerCall::of(call);
+        let observe = |receiver: &TokenStream| {
+            let observation = self.observation(receiver, &own, span, beyond);
+            match &pointer_call {
+                Some(pointer_call) => {
+                    let check = pointer_call::check(private, pointer_call, receiver);
+                    quote_spanned!(span=> { #check #observation })
+                }
+                None => observation,
+            }
+        };
         let awaiting = awaited.then(|| quote_spanned!(whole=> .await));
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let with_receiver = |receiver: TokenStream| {

@@ -111,6 +111,8 @@ impl Finder<'_> {
     }
 
     fn visit_stmts(&mut self, block: &mut Block, tail: Option<usize>) {
+        let unify_tail = core::mem::take(&mut self.unify_tail);
+        let last = block.stmts.len().checked_sub(1);
         let outer_ahead = core::mem::take(&mut self.ahead);
         let mut stmts = Vec::with_capacity(block.stmts.len());
         for (index, stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
@@ -122,7 +124,11 @@ impl Finder<'_> {
                 self.ahead.push(observe);
             }
             let at = stmts.len();
+            if unify_tail && Some(index) == last && matches!(stmt, Stmt::Expr(_, None)) {
+                self.unify_next = true;
+            }
             self.visit_one(stmt, index, tail, &mut stmts);
+            self.unify_next = false;
             let ahead = self
                 .ahead
                 .drain(..)
@@ -190,6 +196,7 @@ impl VisitMut for Finder<'_> {
     }
 
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        let unifying = core::mem::take(&mut self.unify_next);
         match expr {
             Expr::Await(awaited) => {
                 let base = strip_parens_mut(&mut awaited.base);
@@ -211,8 +218,56 @@ impl VisitMut for Finder<'_> {
             }
             Expr::MethodCall(call) if is_execution(call) => {
                 visit_mut::visit_expr_method_call_mut(self, call);
-                if let Some(rewritten) = self.execution(call, false) {
+                self.in_unifying_position = unifying;
+                let rewritten = self.execution(call, false);
+                self.in_unifying_position = false;
+                if let Some(rewritten) = rewritten {
                     *expr = Expr::Verbatim(rewritten);
+                }
+            }
+            // Arm values of an `if` with an `else` and of a `match`, and a method call's
+            // arguments, must have one type across sites (see `in_unifying_position`).
+            Expr::If(branch) if self.mode == Mode::PerCall && branch.else_branch.is_some() => {
+                self.visit_expr_mut(&mut branch.cond);
+                self.unify_tail = true;
+                self.visit_block_mut(&mut branch.then_branch);
+                if let Some((_, otherwise)) = &mut branch.else_branch {
+                    match &mut **otherwise {
+                        Expr::Block(block) if block.label.is_none() => {
+                            self.unify_tail = true;
+                            self.visit_block_mut(&mut block.block);
+                        }
+                        otherwise => {
+                            self.unify_next = true;
+                            self.visit_expr_mut(otherwise);
+                        }
+                    }
+                }
+            }
+            Expr::Match(choice) if self.mode == Mode::PerCall => {
+                self.visit_expr_mut(&mut choice.expr);
+                for arm in &mut choice.arms {
+                    self.visit_pat_mut(&mut arm.pat);
+                    if let Some((_, guard)) = &mut arm.guard {
+                        self.visit_expr_mut(guard);
+                    }
+                    match &mut *arm.body {
+                        Expr::Block(block) if block.label.is_none() => {
+                            self.unify_tail = true;
+                            self.visit_block_mut(&mut block.block);
+                        }
+                        body => {
+                            self.unify_next = true;
+                            self.visit_expr_mut(body);
+                        }
+                    }
+                }
+            }
+            Expr::MethodCall(call) if self.mode == Mode::PerCall => {
+                self.visit_expr_mut(&mut call.receiver);
+                for arg in &mut call.args {
+                    self.unify_next = true;
+                    self.visit_expr_mut(arg);
                 }
             }
             // An execution called by its path: its arguments are visited, not the path, which
