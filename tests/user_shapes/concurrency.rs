@@ -276,3 +276,71 @@ async fn futures_of_two_sites_with_one_type_compile_and_run_as_written() {
     )
     .await;
 }
+
+/// More values that must have one type: an arm in parentheses, in a block, in a labelled
+/// block, wrapped in `Some(..)` or a tuple, boxed before it is pushed, and assigned to a
+/// slot. Each is left as written, as above.
+#[d1_retry(policy = NO_BUDGET)]
+// The `Vec` filled by `push`, and the slot assigned twice, are the shapes under test.
+#[allow(
+    clippy::vec_init_then_push,
+    unused_assignments,
+    unused_parens,
+    unused_braces,
+    unused_labels
+)]
+async fn one_type_wrapped(db: &D1Database, dry: bool) -> Result<i64, Error> {
+    let check = db.prepare(READ_N);
+    let w = [
+        db.prepare("INSERT INTO orders (item) VALUES ('ow1')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('ow2')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('ow3')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('ow4')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('ow5')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('ow6')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('ow7')"),
+    ];
+    let [w1, w2, w3, w4, w5, w6, w7] = &w;
+    let chosen = if dry { (check.run()) } else { (w1.run()) };
+    chosen.await?;
+    let chosen = if dry { { check.run() } } else { w2.run() };
+    chosen.await?;
+    let chosen = match dry {
+        true => 'arm: {
+            check.run()
+        }
+        false => w3.run(),
+    };
+    chosen.await?;
+    let chosen = match dry {
+        true => Some(check.run()),
+        false => Some(w4.run()),
+    };
+    if let Some(chosen) = chosen {
+        chosen.await?;
+    }
+    let (chosen, _) = if dry { (check.run(), 1) } else { (w5.run(), 2) };
+    chosen.await?;
+    let mut boxed = Vec::new();
+    boxed.push(Box::pin(w6.run()));
+    boxed.push(Box::pin(check.run()));
+    if let Some(each) = boxed.into_iter().next() {
+        each.await?;
+    }
+    let mut slot = None;
+    slot = Some(check.run());
+    slot = Some(w7.run());
+    if let Some(each) = slot.take() {
+        each.await?;
+    }
+    Ok(0)
+}
+
+#[tokio::test(start_paused = true)]
+async fn futures_wrapped_with_one_type_compile_and_run_as_written() {
+    sweep_leaving("one type, wrapped", &["('ow"], |db, effects| async move {
+        effects.push("wrapped");
+        one_type_wrapped(&db, false).await
+    })
+    .await;
+}

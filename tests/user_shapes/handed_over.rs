@@ -1,5 +1,6 @@
 //! A statement a `read_only` body does not run itself but hands on to what runs it out of
-//! sight: an element of `join!` or `try_join!`, a clone handed to `tokio::time::timeout`,
+//! sight: an element of `join!` or `try_join!`, a copy handed to `tokio::time::timeout` or
+//! collected in an array or `vec!` for a `join_all`,
 //! `IntoFuture::into_future` called by its path, and an execution's path handed on as a
 //! function under a name of the user's (`type Stmt = D1PreparedStatement`). Each is
 //! observed as it is handed over (a statement's SQL read as if it ran there; a path the
@@ -67,6 +68,51 @@ async fn alias_path_handed_on(db: &D1Database, held: &[D1PreparedStatement]) -> 
     count_orders(db).await
 }
 
+/// As `futures::future::join_all`: awaits every element it is handed.
+async fn join_all<I>(items: I) -> Vec<<I::Item as IntoFuture>::Output>
+where
+    I: IntoIterator,
+    I::Item: IntoFuture,
+{
+    let mut out = Vec::new();
+    for item in items {
+        out.push(item.await);
+    }
+    out
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn in_a_vec(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    for ran in join_all(vec![held.clone()]).await {
+        ran?;
+    }
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn in_an_array(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    for ran in join_all([held.clone()]).await {
+        ran?;
+    }
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn to_owned_in_timeout(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    tokio::time::timeout(Duration::from_secs(5), held.to_owned())
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn clone_path_in_timeout(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    tokio::time::timeout(Duration::from_secs(5), Clone::clone(held))
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// Runs `body` with a held statement of `sql` while the count at its end fails once after
 /// it ran; returns whether the caller got an error, and the rows in `orders`.
 async fn run<F, Fut>(sql: &str, body: F) -> (bool, i64)
@@ -104,6 +150,10 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "timeout" => |db, held| in_timeout(&db, &held).await,
         "IntoFuture::into_future" => |db, held| into_future_by_path(&db, &held).await,
         "<_ as IntoFuture>::into_future" => |db, held| into_future_by_qself(&db, &held).await,
+        "join_all(vec![..])" => |db, held| in_a_vec(&db, &held).await,
+        "join_all([..])" => |db, held| in_an_array(&db, &held).await,
+        "to_owned()" => |db, held| to_owned_in_timeout(&db, &held).await,
+        "Clone::clone" => |db, held| clone_path_in_timeout(&db, &held).await,
     );
 }
 

@@ -638,6 +638,24 @@ mod tests {
         assert_eq!(message_class(&next_line), FailureClass::Permanent);
     }
 
+    /// A phrase that ends exactly at the end of the head is whole when the message ends
+    /// there, and not when the message goes on past the head with a letter.
+    #[test]
+    fn a_phrase_ending_with_the_head_is_whole_only_at_the_message_s_end() {
+        let longest = "Internal error while starting up D1 DB storage caused object to be reset";
+        let exact = format!("{}{longest}", "Error: ".repeat(5));
+        assert_eq!(exact.len(), HEAD_LEN);
+        assert_eq!(message_class(&exact), FailureClass::NotExecuted);
+        assert_eq!(streamed(&exact, 5), Some(FailureClass::NotExecuted));
+        let longer = format!("{exact}X");
+        assert_eq!(message_class(&longer), FailureClass::Permanent);
+        assert_eq!(streamed(&longer, 5), None);
+        // The same for D1's part behind the user's text: a phrase that ends the message.
+        let behind = "ctx D1_ERROR: Network connection lost";
+        assert_eq!(message_class(behind), FailureClass::MaybeExecuted);
+        assert_eq!(streamed(behind, 5), Some(FailureClass::MaybeExecuted));
+    }
+
     #[test]
     fn sqlite_code_matcher_restarts_correctly() {
         for (text, expected) in [

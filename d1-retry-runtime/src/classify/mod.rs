@@ -83,9 +83,9 @@ const MAX_CHAIN_LEN: usize = 32;
 /// (`Database error: D1_ERROR: Network connection lost.`) is recognized by D1's part: the
 /// first `D1_` on the message's first line, right after a space, read as if it started the
 /// message. A phrase there counts only behind `D1_ERROR: `, only if `SQLITE_` occurs
-/// nowhere in the message, and only if no other D1 part follows it on that line (a
-/// client's text the user's error quotes before D1's own message may hold one); rule 3 of
-/// [`classify`] has the details.
+/// nowhere in the message, and only if every other D1 part of the message, on any line,
+/// says the same (a client's text the user's error shows beside D1's own message may hold
+/// one); rule 3 of [`classify`] has the details.
 ///
 /// Anything else is [`Permanent`](FailureClass::Permanent): a phrase quoted further on, in
 /// echoed SQL, a constraint's value or your own text without D1's marker, never counts.
@@ -160,10 +160,14 @@ pub fn classify_message(message: &str) -> FailureClass {
 ///    `D1_EXEC_ERROR`, `D1_TYPE_ERROR` or `D1_COLUMN_NOTFOUND` is permanent, so SQL it
 ///    echoes (even an echoed `D1_ERROR: Network connection lost.`) never counts. Only the
 ///    first `D1_` counts; a part that says anything else (`D1_ERROR: UNIQUE constraint
-///    failed`, a bare `D1_ERROR`, `D1_` glued to the user's text) is not recognized, and
-///    nor is one followed on its line by another D1 part (a `D1_` right after a space, past
-///    the part's own stack of prefixes) unless it is permanent: the first may be a
-///    client's text that the user's error quotes in front of D1's own message.
+///    failed`, a bare `D1_ERROR`, `D1_` glued to the user's text) is not recognized.
+///
+/// A verdict of rule 2 or 3 other than permanent stands only if every D1 part of the
+/// message says the same: each `D1_`, wherever it stands and on whatever line, starts a
+/// part read as a start is. Else the message decides nothing: one of its parts may be a
+/// client's text that the user's error shows beside D1's own message, and which one is
+/// D1's is not known. Parts that agree (a stack trace that repeats the message, stacked
+/// `D1_ERROR: D1_ERROR: ` prefixes) keep the verdict.
 ///
 /// Messages that are not recognized (a context such as `loading user 7`, or a bare
 /// `D1_ERROR`, as workers before wrangler 3.1.1 sent, with the detail in its cause) pass

@@ -433,9 +433,10 @@ impl Finder<'_> {
     /// sight: an element of `join!` or `try_join!`, which await each element, and a
     /// statement's clone handed to a function or a method (`timeout(d, stmt.clone())`,
     /// `tasks.push(stmt.clone())`). A statement is observed as it is handed over, as if it
-    /// ran there; other values are not. Only a `.clone()` is taken from a call's
-    /// arguments: a name handed on may be a `&mut` the call reborrows, which a move
-    /// through a `match` would not.
+    /// ran there; other values are not. Only a copy (`.clone()`, `.to_owned()`,
+    /// `Clone::clone(..)`, and each such element of an array or `vec!` handed on) is taken
+    /// from a call's arguments: a name handed on may be a `&mut` the call reborrows, which a
+    /// move through a `match` would not.
     pub(super) fn observed_hand_over(&mut self, value: &mut Expr, any_value: bool) {
         if !self.observing() || self.made_in_sight(value) || self.awaits_pending(value) {
             return;
@@ -448,7 +449,23 @@ impl Finder<'_> {
             | Expr::Verbatim(_)
             | Expr::Reference(_)
             | Expr::Lit(_) => return,
-            Expr::MethodCall(call) if call.method == "clone" && call.args.is_empty() => {}
+            Expr::MethodCall(call)
+                if (call.method == "clone" || call.method == "to_owned")
+                    && call.args.is_empty() => {}
+            Expr::Call(call)
+                if call.args.len() == 1
+                    && matches!(&*call.func, Expr::Path(path)
+                        if path.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "to_owned")) =>
+                {}
+            // A list of copies handed on: each element is one (`join_all(vec![s.clone()])`).
+            Expr::Array(_) if !any_value => {
+                if let Expr::Array(array) = value {
+                    for element in &mut array.elems {
+                        self.observed_hand_over(element, false);
+                    }
+                }
+                return;
+            }
             _ if any_value => {}
             _ => return,
         }

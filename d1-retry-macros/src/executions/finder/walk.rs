@@ -270,6 +270,35 @@ impl VisitMut for Finder<'_> {
                     self.visit_expr_mut(arg);
                 }
             }
+            // An assigned value must have the place's type.
+            Expr::Assign(assign) if self.mode == Mode::PerCall => {
+                self.visit_expr_mut(&mut assign.left);
+                self.unify_next = true;
+                self.visit_expr_mut(&mut assign.right);
+            }
+            // A value that must have one type passes that on to what it is made of:
+            // `(a.all())`, `{ a.all() }`, `Some(a.all())`, `Box::pin(a.all())`, `(a.all(), 1)`.
+            Expr::Paren(_) | Expr::Group(_) if unifying => {
+                self.unify_next = true;
+                visit_mut::visit_expr_mut(self, expr);
+            }
+            Expr::Block(block) if unifying => {
+                self.unify_tail = true;
+                self.visit_block_mut(&mut block.block);
+            }
+            Expr::Call(call) if unifying && self.mode == Mode::PerCall => {
+                self.visit_expr_mut(&mut call.func);
+                for arg in &mut call.args {
+                    self.unify_next = true;
+                    self.visit_expr_mut(arg);
+                }
+            }
+            Expr::Tuple(tuple) if unifying => {
+                for element in &mut tuple.elems {
+                    self.unify_next = true;
+                    self.visit_expr_mut(element);
+                }
+            }
             // An execution called by its path: its arguments are visited, not the path, which
             // would be observed as a function handed on (below).
             Expr::Call(call)
@@ -392,6 +421,8 @@ impl VisitMut for Finder<'_> {
                 for arg in &mut args {
                     if is_vec {
                         self.visit_element(arg);
+                        // A copy collected, to be handed on (`join_all(vec![s.clone()])`).
+                        self.observed_hand_over(arg, false);
                     } else {
                         self.visit_expr_mut(arg);
                     }
