@@ -314,55 +314,34 @@ async fn a_client_s_text_in_one_message_does_not_send_a_write_again() {
     }
 }
 
-/// `run_by(classify_message)` on anyhow's `{:?}`: the context with the client's note on the
-/// first line, D1's own message under "Caused by:" below it.
+/// `run_by(classify_message)` on anyhow's renderings of a context holding the client's note:
+/// `{:#}`, one message with two D1 parts, and `{:?}`, the context on the first line and D1's
+/// own message under "Caused by:" below it.
 #[tokio::test(start_paused = true)]
-async fn anyhow_s_debug_with_a_client_s_note_in_its_context_is_not_retried() {
+async fn anyhow_s_renderings_with_a_client_s_note_in_the_context_are_not_retried() {
     use anyhow::Context as _;
-    let db = lost_after_running();
-    let result: anyhow::Result<()> = Retry::new("notes.save")
-        .policy(NO_BUDGET)
-        .run_by(
-            |e: &anyhow::Error| classify_message(&format!("{e:?}")),
-            || async {
-                db.prepare(INSERT_NOTE)
-                    .bind(&[FORGED.into()])?
-                    .run()
-                    .await
-                    .with_context(|| format!("saving note {FORGED}"))?;
-                Ok(())
-            },
-        )
-        .await;
-    assert!(result.is_err(), "{result:?}");
-    assert_eq!(
-        (db.calls().len(), count(&db, "SELECT count(*) FROM notes")),
-        (1, 1)
-    );
-}
-
-/// `run_by(classify_message)` on anyhow's `{:#}`: one message, two D1 parts.
-#[tokio::test(start_paused = true)]
-async fn one_message_with_a_client_s_d1_part_before_d1_s_is_not_retried() {
-    use anyhow::Context as _;
-    let db = lost_after_running();
-    let result: anyhow::Result<()> = Retry::new("notes.save")
-        .policy(NO_BUDGET)
-        .run_by(
-            |e: &anyhow::Error| classify_message(&format!("{e:#}")),
-            || async {
-                db.prepare(INSERT_NOTE)
-                    .bind(&[FORGED.into()])?
-                    .run()
-                    .await
-                    .with_context(|| format!("saving note {FORGED}"))?;
-                Ok(())
-            },
-        )
-        .await;
-    assert!(result.is_err(), "{result:?}");
-    assert_eq!(
-        (db.calls().len(), count(&db, "SELECT count(*) FROM notes")),
-        (1, 1)
-    );
+    let renderings: [fn(&anyhow::Error) -> String; 2] =
+        [|e| format!("{e:#}"), |e| format!("{e:?}")];
+    for render in renderings {
+        let db = lost_after_running();
+        let result: anyhow::Result<()> = Retry::new("notes.save")
+            .policy(NO_BUDGET)
+            .run_by(
+                |e: &anyhow::Error| classify_message(&render(e)),
+                || async {
+                    db.prepare(INSERT_NOTE)
+                        .bind(&[FORGED.into()])?
+                        .run()
+                        .await
+                        .with_context(|| format!("saving note {FORGED}"))?;
+                    Ok(())
+                },
+            )
+            .await;
+        assert!(result.is_err(), "{result:?}");
+        assert_eq!(
+            (db.calls().len(), count(&db, "SELECT count(*) FROM notes")),
+            (1, 1)
+        );
+    }
 }

@@ -232,16 +232,8 @@ impl VisitMut for Finder<'_> {
                 self.unify_tail = true;
                 self.visit_block_mut(&mut branch.then_branch);
                 if let Some((_, otherwise)) = &mut branch.else_branch {
-                    match &mut **otherwise {
-                        Expr::Block(block) if block.label.is_none() => {
-                            self.unify_tail = true;
-                            self.visit_block_mut(&mut block.block);
-                        }
-                        otherwise => {
-                            self.unify_next = true;
-                            self.visit_expr_mut(otherwise);
-                        }
-                    }
+                    self.unify_next = true;
+                    self.visit_expr_mut(otherwise);
                 }
             }
             Expr::Match(choice) if self.mode == Mode::PerCall => {
@@ -251,16 +243,8 @@ impl VisitMut for Finder<'_> {
                     if let Some((_, guard)) = &mut arm.guard {
                         self.visit_expr_mut(guard);
                     }
-                    match &mut *arm.body {
-                        Expr::Block(block) if block.label.is_none() => {
-                            self.unify_tail = true;
-                            self.visit_block_mut(&mut block.block);
-                        }
-                        body => {
-                            self.unify_next = true;
-                            self.visit_expr_mut(body);
-                        }
-                    }
+                    self.unify_next = true;
+                    self.visit_expr_mut(&mut arm.body);
                 }
             }
             Expr::MethodCall(call) if self.mode == Mode::PerCall => {
