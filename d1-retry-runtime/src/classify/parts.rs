@@ -213,7 +213,7 @@ mod tests {
     #[test]
     fn every_part_is_read_whatever_comes_before_it_and_on_any_line() {
         let pad = "x".repeat(HEAD_LEN);
-        let cases: [(String, Verdicts); 9] = [
+        let cases: [(String, Verdicts); 10] = [
             ("no part here".into(), set(&[])),
             ("D1_ERROR: Network connection lost.".into(), set(&[LOST])),
             (
@@ -238,6 +238,15 @@ mod tests {
                 format!(
                     "D1_ERROR: Network connection lost. {pad} D1_ERROR: D1 DB is \
                      overloaded. Too many requests queued."
+                ),
+                set(&[LOST, QUEUED]),
+            ),
+            // A second part inside the kept bytes of a first that goes on past them: the
+            // bytes are moved down to it once the first is read.
+            (
+                format!(
+                    "D1_ERROR: Network connection lost. D1_ERROR: D1 DB is overloaded. Too \
+                     many requests queued. {pad}"
                 ),
                 set(&[LOST, QUEUED]),
             ),
