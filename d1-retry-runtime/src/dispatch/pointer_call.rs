@@ -179,17 +179,7 @@ macro_rules! pointers {
     )+};
 }
 
-pointers!(
-    Box<T>,
-    Rc<T>,
-    Arc<T>,
-    ManuallyDrop<T>,
-    Ref<'_, T>,
-    RefMut<'_, T>,
-    MutexGuard<'_, T>,
-    RwLockReadGuard<'_, T>,
-    RwLockWriteGuard<'_, T>,
-);
+crate::dispatch::receiver::with_pointers!(pointers);
 
 #[cfg(feature = "worker")]
 impl<T: D1Receiver> ThroughAPointer for worker::send::SendWrapper<T> {}

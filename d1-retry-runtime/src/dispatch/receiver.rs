@@ -90,19 +90,30 @@ macro_rules! forward {
     )+};
 }
 
-forward!(
-    &T,
-    &mut T,
-    Box<T>,
-    Rc<T>,
-    Arc<T>,
-    ManuallyDrop<T>,
-    Ref<'_, T>,
-    RefMut<'_, T>,
-    MutexGuard<'_, T>,
-    RwLockReadGuard<'_, T>,
-    RwLockWriteGuard<'_, T>,
-);
+/// Calls `$then!` with the pointers and guards (over a `T`) that pass the mark on: one list
+/// for [`forward!`] here and for the check that a call on one is D1's
+/// (`pointer_call.rs`), so that a pointer added here is checked there too.
+macro_rules! with_pointers {
+    ($then:ident) => {
+        $then!(
+            Box<T>,
+            Rc<T>,
+            Arc<T>,
+            ManuallyDrop<T>,
+            Ref<'_, T>,
+            RefMut<'_, T>,
+            MutexGuard<'_, T>,
+            RwLockReadGuard<'_, T>,
+            RwLockWriteGuard<'_, T>,
+        );
+    };
+}
+pub(crate) use with_pointers;
+
+// References pass the mark on too; the check in `pointer_call.rs` looks through a reference
+// to a pointer, not at the reference itself.
+forward!(&T, &mut T);
+with_pointers!(forward);
 #[cfg(feature = "worker")]
 impl<T: D1Receiver> D1Receiver for worker::send::SendWrapper<T> {
     const D1_CALLS: D1Calls = T::D1_CALLS;
