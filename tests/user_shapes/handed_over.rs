@@ -11,20 +11,14 @@ use core::future::IntoFuture;
 use core::time::Duration;
 
 use d1_retry::d1_retry;
-use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message};
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error};
 
-use crate::harness::{Count, NO_BUDGET, READ_N, database, rows};
+use crate::harness::{NO_BUDGET, count_fails_once_after_running, count_orders, database, rows};
 
 /// A name of the user's for D1's statement type, as `use ... as Stmt` gives too.
 type Stmt = D1PreparedStatement;
 
 const INSERT: &str = "INSERT INTO orders (item) VALUES ('handed')";
-
-#[d1_retry(policy = NO_BUDGET)]
-async fn count_orders(db: &D1Database) -> Result<i64, Error> {
-    let row = db.prepare(READ_N).first::<Count>(None).await?;
-    Ok(row.map_or(0, |r| r.n))
-}
 
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn in_join(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -121,12 +115,7 @@ where
     Fut: Future<Output = Result<i64, Error>>,
 {
     let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains(READ_N)
-            .times(1),
-    );
+    count_fails_once_after_running(&db);
     let held = db.prepare(sql);
     let failed = body(db.clone(), held).await.is_err();
     (failed, rows(&db, "orders"))

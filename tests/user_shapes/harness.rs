@@ -28,6 +28,24 @@ pub fn n(row: Option<Count>) -> i64 {
     row.map_or(-1, |r| r.n)
 }
 
+/// The orders counted, retried call by call: the read that ends the `read_only` bodies of
+/// the suites checking whether such a body is run again.
+#[d1_retry(policy = NO_BUDGET)]
+pub async fn count_orders(db: &D1Database) -> Result<i64, Error> {
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
+}
+
+/// [`count_orders`] fails once, "maybe executed", after it ran: a body that wrote before it
+/// must not run again; one that only read is run again.
+pub fn count_fails_once_after_running(db: &D1Database) {
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(READ_N)
+            .times(1),
+    );
+}
+
 /// Orders, an audit log, an archive and a counter: the tables the shapes write.
 pub fn database() -> D1Database {
     let db = D1Database::open_in_memory().expect("an in-memory SQLite opens");

@@ -10,28 +10,12 @@
 use core::sync::atomic::{AtomicU32, Ordering};
 
 use d1_retry::d1_retry;
-use d1_retry::testing::{D1Database, Error, Fault, Message};
+use d1_retry::testing::{D1Database, Error};
 use test_support::{Archive, calls_with};
 
-use crate::harness::{Count, NO_BUDGET, READ_N, database, hits, rows};
-
-/// A repository's read, retried call by call: the last call of each body here.
-#[d1_retry(policy = NO_BUDGET)]
-async fn count_orders(db: &D1Database) -> Result<i64, Error> {
-    let row = db.prepare(READ_N).first::<Count>(None).await?;
-    Ok(row.map_or(0, |r| r.n))
-}
-
-/// The count read at the end of each body fails once after it ran: a body that wrote
-/// before it must not run again; one that only read is run again.
-fn count_fails_once_after_running(db: &D1Database) {
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains(READ_N)
-            .times(1),
-    );
-}
+use crate::harness::{
+    NO_BUDGET, READ_N, count_fails_once_after_running, count_orders, database, hits, rows,
+};
 
 struct Reader {
     db: D1Database,

@@ -13,10 +13,10 @@ use std::cell::LazyCell;
 use std::pin::Pin;
 
 use d1_retry::d1_retry;
-use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message};
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error};
 use test_support::calls_with;
 
-use crate::harness::{Count, NO_BUDGET, READ_N, database, n, rows};
+use crate::harness::{NO_BUDGET, count_fails_once_after_running, count_orders, database, rows};
 
 const INSERT: &str = "INSERT INTO orders (item) VALUES ('wrapped')";
 
@@ -80,11 +80,6 @@ const ALL: [Through; 8] = [
     Through::PathPinBox,
 ];
 
-#[d1_retry(policy = NO_BUDGET)]
-async fn count(db: &D1Database) -> Result<i64, Error> {
-    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
-}
-
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn run_then_count(held: &Held, through: Through) -> Result<i64, Error> {
     match through {
@@ -115,19 +110,14 @@ async fn run_then_count(held: &Held, through: Through) -> Result<i64, Error> {
             D1PreparedStatement::run(&held.pinned).await?;
         }
     }
-    count(&held.db).await
+    count_orders(&held.db).await
 }
 
 /// The count after the statement fails once, "maybe executed": a read, so the body would
 /// be run again if the statement before it read.
 async fn count_fails_once(sql: &'static str, through: Through) -> (Result<i64, Error>, usize, i64) {
     let db = database();
-    db.add_fault(
-        Fault::new(Message::NetworkConnectionLost)
-            .after_execution()
-            .when_sql_contains(READ_N)
-            .times(1),
-    );
+    count_fails_once_after_running(&db);
     let held = Held::new(&db, sql);
     let result = run_then_count(&held, through).await;
     (result, calls_with(&db, "'wrapped'"), rows(&db, "orders"))
