@@ -101,13 +101,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         }
         Mode::WholeBody { read_only } => {
             let attempt_body = attempt_body(block, &output);
+            let error_type = error_type(&private, &function);
             whole_body_loop(&WholeBody {
                 private: &private,
                 names: &names,
                 policy: &policy,
                 policy_check: &quote!(#policy_check #time_limit_check),
-                timed: options.has_time_limits(),
-                error_type: &error_type(&private, &function),
+                // An error type that cannot be named (`impl Error`) cannot be told to
+                // receive a `TimedOut` (a time-limit option on it is a compile error).
+                timed: options.has_time_limits()
+                    || (options.policy().is_some() && names_a_type(&error_type)),
+                error_type: &error_type,
                 operation: &operation,
                 read_only,
                 observes_held: found.observes_held,
@@ -163,9 +167,10 @@ struct WholeBody<'a> {
     names: &'a Names,
     policy: &'a TokenStream,
     policy_check: &'a TokenStream,
-    /// The attribute gives time limits: each attempt is raced against them.
+    /// The attribute gives time limits or a policy, which may have some: each attempt is
+    /// raced against them when the error type can receive a `TimedOut`.
     timed: bool,
-    /// The function's error type, which receives a `TimedOut`.
+    /// The function's error type.
     error_type: &'a TokenStream,
     operation: &'a TokenStream,
     read_only: bool,
@@ -285,7 +290,9 @@ fn untimed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) 
 }
 
 /// One turn of the loop with time limits: each attempt is raced against them, and a cut
-/// attempt fails as maybe executed.
+/// attempt fails as maybe executed. Without a `From<TimedOut>` for the error type (which a
+/// time-limit option makes a compile error at the option; a `policy = PATH` cannot tell
+/// whether its policy has limits), no limit applies, as on a D1 call's attempt.
 fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) -> TokenStream {
     let WholeBody {
         private,
@@ -301,34 +308,27 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
     let value = local("__d1_retry_value");
     let cut = local("__d1_retry_cut");
     let pinned = local("__d1_retry_pinned");
+    let timed_out = local("__d1_retry_timed_out");
     quote! {
         let mut #pinned = ::core::pin::pin!(#attempt_body);
-        // The check at the option guarantees `From<TimedOut>` for the error type.
-        let #result: #output = match #driver.attempt(#private::Scoped::new(#pinned.as_mut(), #plan)).await {
+        let #timed_out = {
+            #[allow(unused_imports)]
+            use #private::{ViaFromTimedOut as _, ViaNoTimedOut as _};
+            (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout()
+        };
+        let #result: #output = match #driver
+            .attempt_within(#private::Scoped::new(#pinned.as_mut(), #plan), #timed_out)
+            .await
+        {
             ::core::result::Result::Ok(#result) => #result,
             ::core::result::Result::Err(#cut) => {
-                let #delay = #driver.next_delay(
-                    &#private::Failure::with_class(#private::FailureClass::MaybeExecuted, &#cut),
-                    #plan.access(),
-                );
-                match #delay {
+                match #driver.next_delay(&#cut.failure(), #plan.access()) {
                     ::core::option::Option::Some(#delay) => {
                         #driver.wait_before_next(#delay);
                         continue;
                     }
                     ::core::option::Option::None => {
-                        #[allow(unused_imports)]
-                        use #private::{ViaFromTimedOut as _, ViaNoTimedOut as _};
-                        // Found through the probe rather than written `From::from`, so
-                        // that a missing conversion is the one error at the option.
-                        match (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout() {
-                            ::core::option::Option::Some(into) => {
-                                return ::core::result::Result::Err(into(#cut));
-                            }
-                            ::core::option::Option::None => {
-                                ::core::unreachable!("the option checks `From<TimedOut>`")
-                            }
-                        }
+                        return ::core::result::Result::Err(#cut.into_error());
                     }
                 }
             }

@@ -344,3 +344,69 @@ async fn futures_wrapped_with_one_type_compile_and_run_as_written() {
     })
     .await;
 }
+
+/// Futures bound by `let`s of their own that meet later where Rust needs one type: the
+/// elements of a `vec!` for a `join_all` and of an array, the arms of an `if`, a `Vec`
+/// they are pushed into, a `let` assigned another site's future. They did not compile
+/// (E0308: each `let` held a future of a type of its own); each is now left as written, as
+/// one written at the meeting place is, and the reads around them are still retried.
+#[d1_retry(policy = NO_BUDGET)]
+#[allow(unused_assignments, clippy::vec_init_then_push, clippy::let_and_return)]
+async fn lets_that_meet(db: &D1Database, dry: bool) -> Result<i64, Error> {
+    let before = db.prepare(READ_N).first::<Count>(None).await?;
+    let w = [
+        db.prepare("INSERT INTO orders (item) VALUES ('meet-1')"),
+        db.prepare("INSERT INTO audit (what) VALUES ('meet-2')"),
+        db.prepare("INSERT INTO archive (item) VALUES ('meet-3')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('meet-4')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('meet-5')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('meet-6')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('meet-7')"),
+    ];
+    let [w1, w2, w3, w4, w5, w6, w7] = &w;
+    // A read of its own, never run here (the write is chosen each time).
+    let r = db.prepare("SELECT count(*) AS meet FROM audit");
+    let fa = w1.run();
+    let fb = w2.run();
+    for ran in test_support::join_all(vec![fa, fb]).await {
+        ran?;
+    }
+    let fc = w3.run();
+    let fd = r.run();
+    let [first, _] = [fc, fd];
+    first.await?;
+    let fe = w4.run();
+    let ff = r.run();
+    let chosen = if dry { ff } else { fe };
+    chosen.await?;
+    let mut pushed = Vec::new();
+    let fg = w5.run();
+    pushed.push(fg);
+    let fh = r.run();
+    pushed.push(fh);
+    if let Some(each) = pushed.into_iter().next() {
+        each.await?;
+    }
+    let mut slot = r.run();
+    slot = w6.run();
+    slot.await?;
+    let last = match dry {
+        true => r.run(),
+        false => {
+            let fi = w7.run();
+            fi
+        }
+    };
+    last.await?;
+    let after = db.prepare(READ_N).first::<Count>(None).await?;
+    Ok(n(after) - n(before))
+}
+
+#[tokio::test(start_paused = true)]
+async fn futures_bound_by_lets_that_meet_compile_and_run_as_written() {
+    sweep_leaving("lets that meet", &["('meet-"], |db, effects| async move {
+        effects.push("met");
+        lets_that_meet(&db, false).await
+    })
+    .await;
+}

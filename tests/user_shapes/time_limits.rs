@@ -10,7 +10,7 @@
 use core::time::Duration;
 use std::sync::Arc;
 
-use d1_retry::testing::{D1Database, D1PreparedStatement, Error};
+use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Message};
 use d1_retry::{RetryPolicy, TimedOut, d1_retry};
 
 use crate::harness::{
@@ -280,6 +280,35 @@ impl Shop {
     /// declares, so the whole body runs again even after the write may have run.
     #[d1_retry(idempotent, policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
     async fn save_setting(&self) -> Result<i64, Error> {
+        self.db
+            .prepare(
+                "INSERT INTO counters (name, n) VALUES ('hits', 7) \
+                 ON CONFLICT(name) DO UPDATE SET n = excluded.n",
+            )
+            .run()
+            .await?;
+        let c = self
+            .db
+            .prepare("SELECT n FROM counters WHERE name = 'hits'")
+            .first::<Count>(None)
+            .await?;
+        Ok(n(c))
+    }
+}
+
+/// The same under a policy constant's limits ([`BOUNDED`]), which the attribute cannot
+/// read: a `read_only` page of two reads and an `idempotent` upsert. Their whole attempts
+/// are raced against the policy's limits, as the D1 calls of a per-call function are.
+impl Shop {
+    #[d1_retry(read_only, policy = BOUNDED)]
+    async fn page_under_policy(&self) -> Result<i64, Error> {
+        let c = self.db.prepare(READ_N).first::<Count>(None).await?;
+        let d = self.db.prepare(READ_N).first::<Count>(None).await?;
+        Ok(n(c) * 10 + n(d))
+    }
+
+    #[d1_retry(idempotent, policy = BOUNDED)]
+    async fn save_setting_under_policy(&self) -> Result<i64, Error> {
         self.db
             .prepare(
                 "INSERT INTO counters (name, n) VALUES ('hits', 7) \
@@ -604,4 +633,113 @@ async fn a_read_only_body_cut_during_its_nested_kept_write_is_not_run_again() {
             .is_err_and(|e| e.to_string().contains("D1 call timed out")),
         "{result:?}"
     );
+}
+
+/// A `read_only` body under a policy constant's limits: each whole attempt is cut at the
+/// policy's 2 s and run again, and the caller has its answer by its 10 s deadline. Before,
+/// only the attribute's options limited a whole body, and the policy's were not applied.
+#[tokio::test(start_paused = true)]
+async fn a_read_only_body_under_a_policy_constant_s_limits() {
+    sweep_timed(
+        "read_only under BOUNDED",
+        TWO_S_BY_10_S,
+        |db, effects| async move { shop(db, effects).page_under_policy().await },
+    )
+    .await;
+}
+
+/// An `idempotent` upsert under a policy constant's limits: run again after a cut, by
+/// contract, and ended by the deadline when every call stalls.
+#[tokio::test(start_paused = true)]
+async fn an_idempotent_upsert_under_a_policy_constant_s_limits() {
+    let limits = Limits {
+        idempotent: true,
+        ..TWO_S_BY_10_S
+    };
+    sweep_timed(
+        "idempotent under BOUNDED",
+        limits,
+        |db, effects| async move {
+            let set = shop(db.clone(), effects)
+                .save_setting_under_policy()
+                .await?;
+            Ok::<_, Error>((set, hits(&db)))
+        },
+    )
+    .await;
+}
+
+/// An error type of the user's that cannot receive a timeout: under a policy with limits
+/// (which the attribute cannot read), none applies to a whole body, as none applies to a
+/// D1 call whose error type cannot receive one; it is not a compile error, since the
+/// policy may have none. A per-call function with that error type still has its D1 calls
+/// cut: each call's own error (`Error`) receives the timeout, and `?` converts it.
+#[derive(Debug)]
+struct NoTimeout(Error);
+
+impl From<Error> for NoTimeout {
+    fn from(e: Error) -> Self {
+        NoTimeout(e)
+    }
+}
+
+impl core::fmt::Display for NoTimeout {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "store: {}", self.0)
+    }
+}
+
+impl std::error::Error for NoTimeout {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.0)
+    }
+}
+
+#[d1_retry(read_only, policy = BOUNDED)]
+async fn count_without_timeouts(db: &D1Database) -> Result<i64, NoTimeout> {
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
+}
+
+#[d1_retry(policy = BOUNDED)]
+async fn count_each_without_timeouts(db: &D1Database) -> Result<i64, NoTimeout> {
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_from_timed_out_a_policy_s_limits_do_not_apply_to_a_whole_body() {
+    let stalled = || {
+        let db = crate::harness::database();
+        db.add_fault(
+            // A stall past the deadline that ends in a failure that ran nothing: with no
+            // limit, not even the deadline bounds the retry after it.
+            d1_retry::testing::Fault::new(Message::NetworkConnectionLost)
+                .stalling(Duration::from_secs(60))
+                .when_sql_contains(READ_N)
+                .times(1),
+        );
+        db
+    };
+    let db = stalled();
+    let start = tokio::time::Instant::now();
+    let result = count_without_timeouts(&db).await;
+    assert_eq!(result.ok(), Some(0));
+    let took = start.elapsed();
+    // The stall, then the first wait: 160-240 ms.
+    assert!(
+        (Duration::from_millis(60_160)..=Duration::from_millis(60_240)).contains(&took),
+        "{took:?}"
+    );
+    assert_eq!(test_support::calls_with(&db, READ_N), 2);
+
+    let db = stalled();
+    let start = tokio::time::Instant::now();
+    let result = count_each_without_timeouts(&db).await;
+    assert_eq!(result.ok(), Some(0));
+    let took = start.elapsed();
+    // Cut at 2 s (the stall is before the statement ran), then the first wait.
+    assert!(
+        (Duration::from_millis(2160)..=Duration::from_millis(2240)).contains(&took),
+        "{took:?}"
+    );
+    assert_eq!(test_support::calls_with(&db, READ_N), 2);
 }

@@ -10,6 +10,7 @@ use quote::format_ident;
 use syn::{Block, Ident};
 
 use super::bindings::Bindings;
+use super::meeting::Meeting;
 use super::{Execution, Found, Mode, Names};
 use crate::sql::Sql;
 
@@ -20,11 +21,18 @@ pub(super) mod walk;
 
 /// Finds the executions of `block`, whose names `bindings` counted, and, in per-call
 /// mode, rewrites them.
-pub(super) fn find(block: &mut Block, mode: Mode, names: &Names, bindings: Bindings) -> Found {
+pub(super) fn find(
+    block: &mut Block,
+    mode: Mode,
+    names: &Names,
+    bindings: Bindings,
+    meeting: Meeting,
+) -> Found {
     let mut finder = Finder {
         mode,
         names,
         bindings,
+        meeting,
         statements: HashMap::new(),
         sighted: HashSet::new(),
         pending: HashSet::new(),
@@ -66,6 +74,8 @@ pub(super) struct Finder<'a> {
     mode: Mode,
     names: &'a Names,
     bindings: Bindings,
+    /// The names of futures that must have one type with another site's.
+    meeting: Meeting,
     /// `let stmt = db.prepare(..)` bindings seen so far.
     statements: HashMap<String, Known>,
     /// In a `read_only` body, the names bound once to a statement made in sight

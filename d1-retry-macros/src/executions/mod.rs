@@ -19,6 +19,8 @@
 //!   judges the statements it runs ([`finder::statements`]), rewrites it
 //!   ([`finder::execution`]), or, in a `read_only` body, has what it runs observed
 //!   ([`finder::read_only`]);
+//! - [`meeting`]: the names of futures that must have one type with another site's, whose
+//!   executions are left as written;
 //! - [`vocabulary`]: the names of D1's executions and of the macros whose arguments are
 //!   walked; [`syntax`]: what an expression is, read from its tokens alone;
 //!   [`generated`]: the pieces of generated code shared by the rewrites.
@@ -34,6 +36,7 @@ use bindings::Bindings;
 mod bindings;
 mod finder;
 mod generated;
+mod meeting;
 mod syntax;
 #[cfg(test)]
 mod tests;
@@ -110,5 +113,9 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
         bindings.bound(param);
     }
     bindings.visit_block(block);
-    finder::find(block, mode, names, bindings)
+    let mut meeting = meeting::Meeting::default();
+    if mode == Mode::PerCall {
+        meeting.visit_block(block);
+    }
+    finder::find(block, mode, names, bindings, meeting)
 }

@@ -16,7 +16,7 @@ use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
 use crate::retry::scope::{self, InFlight, Inside};
 use crate::schedule::timeout::{TimeLimit, TimedOut};
-use crate::{RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
+use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
 ///
@@ -70,6 +70,33 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             self.cut = Some(cut.limit());
         }
         result
+    }
+
+    /// One attempt of a whole-body function's loop with a `policy = PATH` or time-limit
+    /// options: within the policy's time limits when `timed_out` says how the caller's
+    /// error is made of a [`TimedOut`], and without any (no race, no deadline on the
+    /// waits) when the error type cannot receive one, as a D1 call's attempt is
+    /// (`TimedAttempting`). `Err` if a limit cut it: a [`Cut`], which the caller's error
+    /// is made of when the loop gives up.
+    pub async fn attempt_within<F: Future, E>(
+        &mut self,
+        attempt: F,
+        timed_out: Option<fn(TimedOut) -> E>,
+    ) -> Result<F::Output, Cut<E>> {
+        match timed_out {
+            Some(into) => self
+                .attempt(attempt)
+                .await
+                .map_err(|timed_out| Cut { timed_out, into }),
+            None => {
+                // No limit applies: the waits are not bounded by the deadline either.
+                self.started = None;
+                if let Some(wait) = self.waiting.take() {
+                    wait.await;
+                }
+                Ok(attempt.await)
+            }
+        }
     }
 
     /// Called after the current attempt failed: `Some(delay)` to wait and try again,
@@ -151,6 +178,26 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     /// Waits `delay` through the sleeper (on the heap: see `Call::wait`).
     pub fn sleep(&self, delay: Duration) -> core::pin::Pin<Box<S::Sleep>> {
         self.call.wait(delay)
+    }
+}
+
+/// A whole-body attempt cut by a time limit ([`Driver::attempt_within`]): the timeout,
+/// and how the caller's error is made of it when the loop gives up.
+pub struct Cut<E> {
+    timed_out: TimedOut,
+    into: fn(TimedOut) -> E,
+}
+
+impl<E> Cut<E> {
+    /// The failure the loop decides on: the timeout, *maybe executed* (dropping the
+    /// attempt's future does not cancel a query in D1).
+    pub fn failure(&self) -> Failure<'_> {
+        Failure::with_class(FailureClass::MaybeExecuted, &self.timed_out)
+    }
+
+    /// The caller's error.
+    pub fn into_error(self) -> E {
+        (self.into)(self.timed_out)
     }
 }
 

@@ -158,8 +158,11 @@ impl Finder<'_> {
             if let Some(name) = pending_binding(local) {
                 self.pending.insert(name);
             }
-            // The initialiser first: executions inside it are its own.
+            // The initialiser first: executions inside it are its own. A future bound to a
+            // name that meets another site's must keep D1's type (`meeting.rs`).
+            let meets = bound_ident(local).is_some_and(|ident| self.meeting.contains(ident));
             if let Some(init) = &mut local.init {
+                self.unify_next = meets;
                 self.visit_expr_mut(&mut init.expr);
                 if let Some((_, diverge)) = &mut init.diverge {
                     self.visit_expr_mut(diverge);
@@ -469,4 +472,16 @@ fn pending_binding(local: &Local) -> Option<String> {
     };
     (ident.subpat.is_none() && init.diverge.is_none() && is_execution(call))
         .then(|| name(&ident.ident))
+}
+
+/// The name a `let` binds, when its pattern is one name (`f`, `mut f`, `f: T`).
+fn bound_ident(local: &Local) -> Option<&syn::Ident> {
+    match &local.pat {
+        Pat::Type(typed) => match &*typed.pat {
+            Pat::Ident(ident) => Some(&ident.ident),
+            _ => None,
+        },
+        Pat::Ident(ident) => Some(&ident.ident),
+        _ => None,
+    }
 }

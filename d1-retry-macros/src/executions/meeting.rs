@@ -1,0 +1,149 @@
+//! The names of futures that meet another site's where Rust needs them to have one type:
+//! `let fa = a.run(); let fb = b.run(); join_all(vec![fa, fb])`. Without the attribute
+//! both are D1's future of `run`, one type; the runtime's future of a retried call has a
+//! type of its own per site, so a stored execution bound to such a name is left as written
+//! (made once, not retried), as one written at the meeting place already is (the finder's
+//! one-type positions). Found before the walk, since the meeting comes after the `let`.
+
+use std::collections::HashSet;
+
+use syn::visit::{self, Visit};
+use syn::{Expr, Macro, Stmt};
+
+use super::bindings::name;
+use super::syntax::strip_parens;
+use super::vocabulary::MacroArguments;
+
+/// The names used where a value must have one type with another: an element of an array
+/// or a `vec!`, an `if`'s or a `match`'s arm value, a method call's argument
+/// (`futures.push(fa)`), and either side of an assignment (`f = fb;`).
+#[derive(Default)]
+pub(super) struct Meeting {
+    names: HashSet<String>,
+}
+
+impl Meeting {
+    /// Whether a `let` of `ident` must leave a stored execution as written.
+    pub(super) fn contains(&self, ident: &syn::Ident) -> bool {
+        self.names.contains(&name(ident))
+    }
+
+    /// `expr`, if it is a name, meets another value here.
+    fn meets(&mut self, expr: &Expr) {
+        if let Expr::Path(path) = strip_parens(expr)
+            && path.qself.is_none()
+            && let Some(ident) = path.path.get_ident()
+        {
+            self.names.insert(name(ident));
+        }
+    }
+}
+
+impl Visit<'_> for Meeting {
+    fn visit_expr(&mut self, expr: &Expr) {
+        match expr {
+            Expr::Array(array) => array.elems.iter().for_each(|e| self.meets(e)),
+            Expr::MethodCall(call) => call.args.iter().for_each(|e| self.meets(e)),
+            Expr::Assign(assign) => {
+                self.meets(&assign.left);
+                self.meets(&assign.right);
+            }
+            Expr::If(_) | Expr::Match(_) => self.arm_values(expr),
+            _ => {}
+        }
+        visit::visit_expr(self, expr);
+    }
+
+    fn visit_macro(&mut self, mac: &Macro) {
+        if let Some(MacroArguments::List(args)) = MacroArguments::of_expression_macro(mac) {
+            if mac.path.is_ident("vec") {
+                args.iter().for_each(|e| self.meets(e));
+            }
+            for arg in &args {
+                self.visit_expr(arg);
+            }
+        }
+    }
+
+    fn visit_item(&mut self, _: &syn::Item) {}
+}
+
+impl Meeting {
+    /// The values of an `if`'s (with an `else`) or a `match`'s arms: an arm's expression,
+    /// or a block arm's last one (`if c { log(); fa } else { fb }`).
+    fn arm_values(&mut self, expr: &Expr) {
+        let mut value = |arm: &Expr| match strip_parens(arm) {
+            Expr::Block(block) => {
+                if let Some(Stmt::Expr(value, None)) = block.block.stmts.last() {
+                    self.meets(value);
+                }
+            }
+            arm => self.meets(arm),
+        };
+        match expr {
+            Expr::If(branch) => {
+                if let Some((_, otherwise)) = &branch.else_branch {
+                    if let Some(Stmt::Expr(then, None)) = branch.then_branch.stmts.last() {
+                        value(then);
+                    }
+                    value(otherwise);
+                }
+            }
+            Expr::Match(choice) => choice.arms.iter().for_each(|arm| value(&arm.body)),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meeting(body: &str) -> Meeting {
+        let block: syn::Block = syn::parse_str(body).expect("a block");
+        let mut meeting = Meeting::default();
+        meeting.visit_block(&block);
+        meeting
+    }
+
+    #[test]
+    fn names_that_meet_another_value_where_one_type_is_needed() {
+        let found = meeting(
+            "{
+                join_all(vec![va, vb]).await;
+                let _ = [aa, (ab)];
+                let _ = if c { ia } else { log(); ib };
+                let _ = if c { ic } else if d { id } else { ie };
+                let _ = match c { 1 => ma, _ => { log(); mb } };
+                futures.push(pa);
+                sa = sb;
+                let _ = if c { untouched_if_without_else };
+                keep(call_argument);
+                let _ = (tuple_element, 1);
+                if c { log(); statement_tail; }
+            }",
+        );
+        for name in [
+            "va", "vb", "aa", "ab", "ia", "ib", "ic", "id", "ie", "ma", "mb", "pa", "sa", "sb",
+        ] {
+            assert!(found.names.contains(name), "{name}");
+        }
+        for name in [
+            "untouched_if_without_else",
+            "call_argument",
+            "tuple_element",
+            "statement_tail",
+            "join_all",
+            "futures",
+            "c",
+        ] {
+            assert!(!found.names.contains(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn items_and_other_macros_are_not_read() {
+        let found = meeting("{ fn f() { let _ = [inner, other]; } let _ = m![ma, mb]; }");
+        assert!(found.names.is_empty(), "{:?}", found.names);
+    }
+}
