@@ -41,6 +41,7 @@ mod errors;
 mod generic_repos;
 mod handed_over;
 mod harness;
+mod nested_idempotent;
 mod nested_read_only;
 mod read_only;
 mod scanner_traps;

@@ -274,7 +274,15 @@ impl Plan<'_, '_> {
     /// within the attempt ([`InFlight`], since `marks`): one still in flight
     /// when the attempt is cut by a time limit, or dropped by it, may have run, and no
     /// count of writes saw it.
+    ///
+    /// An `idempotent` attempt counts as a write made, at each poll: the user vouched that
+    /// the function may run again, not that an attempt around it may (a `read_only` body
+    /// that calls it, or a `Retry`, runs it again with the rest of its attempt, whose
+    /// reads may have chosen what it writes).
     fn after_poll(self, writes: u32, marks: InFlight) {
+        if let Plan::Idempotent = self {
+            scope::record_write();
+        }
         if let Plan::ReadOnly(attempts) = self {
             if scope::writes() != writes {
                 // Counted without a line of its own: the call that wrote logged its failure

@@ -106,7 +106,10 @@ impl<'a, S> Retry<'a, S> {
     }
 
     /// Declares that running the attempt twice has the effect of running it once
-    /// (an upsert, `INSERT OR IGNORE`, ...), so it is retried like a read.
+    /// (an upsert, `INSERT OR IGNORE`, ...), so it is retried like a read. Inside work
+    /// that is retried as a whole (a `#[d1_retry(read_only)]` body, another `Retry`), it
+    /// counts as a write made there: the declaration covers this attempt, not the work
+    /// around it.
     pub fn idempotent(mut self, idempotent: bool) -> Self {
         self.access = if idempotent {
             Access::Idempotent
@@ -227,6 +230,7 @@ impl<'a, S: Sleeper> Retry<'a, S> {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own
             // until one of them may have written (`Watched`).
             let mut current = core::pin::pin!(attempt());
+            vouched_write(access);
             let mut watched = Watched::new(current.as_mut(), access.may_write());
             let error = match (&mut watched).await {
                 Ok(value) => {
@@ -264,6 +268,7 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         let (mut driver, access) = self.into_driver(&policy, &operation);
         loop {
             let mut current = core::pin::pin!(attempt());
+            vouched_write(access);
             let mut watched = Watched::new(current.as_mut(), access.may_write());
             let result = driver.attempt(&mut watched).await;
             let access = after(access, &watched);
@@ -314,6 +319,16 @@ fn after<F>(access: Access, watched: &Watched<'_, F>) -> Access {
         Access::ReadOnly => access,
         _ if watched.wrote() => Access::WroteBefore,
         _ => access,
+    }
+}
+
+/// Before an attempt declared idempotent: it counts as a write made, which an attempt
+/// around this `Retry` (a `read_only` body's, another `Retry`'s) must not make again. The
+/// declaration lets this `Retry` run it again, not the work around it, whose reads may have
+/// chosen what it writes.
+fn vouched_write(access: Access) {
+    if access == Access::Idempotent {
+        record_write();
     }
 }
 
