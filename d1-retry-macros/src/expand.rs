@@ -261,10 +261,21 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
 /// Whether `ty` can be written in the body as it is: no `impl Trait` in it, and no `_`
 /// where one was erased (see [`erase_impl_trait`]).
 fn names_a_type(ty: &TokenStream) -> bool {
-    ty.clone().into_iter().all(|tree| match tree {
-        proc_macro2::TokenTree::Ident(ident) => ident != "impl" && ident != "_",
-        proc_macro2::TokenTree::Group(group) => names_a_type(&group.stream()),
-        _ => true,
+    let mut lifetime = false;
+    ty.clone().into_iter().all(|tree| {
+        // `'_` (`Box<dyn Error + '_>`) is an elided lifetime, which a path in the body may
+        // write too; only a `_` type was erased.
+        let after_quote = core::mem::replace(
+            &mut lifetime,
+            matches!(&tree, proc_macro2::TokenTree::Punct(p) if p.as_char() == '\''),
+        );
+        match tree {
+            proc_macro2::TokenTree::Ident(ident) => {
+                ident != "impl" && (ident != "_" || after_quote)
+            }
+            proc_macro2::TokenTree::Group(group) => names_a_type(&group.stream()),
+            _ => true,
+        }
     })
 }
 

@@ -743,3 +743,31 @@ async fn without_from_timed_out_a_policy_s_limits_do_not_apply_to_a_whole_body()
     );
     assert_eq!(test_support::calls_with(&db, READ_N), 2);
 }
+
+/// An error type with an elided lifetime (`Box<dyn Error + '_>`), which receives a
+/// timeout: under a policy constant's limits, a `read_only` body's stalled attempt is cut at
+/// its 2 s and run again. Before, the `'_` was read as a type the body cannot name, and no
+/// limit applied: the read waited out its 600 s stall.
+#[d1_retry(read_only, policy = BOUNDED)]
+async fn count_boxed(db: &D1Database) -> Result<i64, Box<dyn std::error::Error + '_>> {
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_error_type_with_an_elided_lifetime_has_the_policy_s_limits() {
+    let db = crate::harness::database();
+    db.add_fault(
+        d1_retry::testing::Fault::stall(Duration::from_secs(600))
+            .when_sql_contains(READ_N)
+            .times(1),
+    );
+    let start = tokio::time::Instant::now();
+    let result = count_boxed(&db).await.map_err(|e| e.to_string());
+    assert_eq!(result, Ok(0));
+    let took = start.elapsed();
+    assert!(
+        (Duration::from_millis(2160)..=Duration::from_millis(2240)).contains(&took),
+        "{took:?}"
+    );
+    assert_eq!(test_support::calls_with(&db, READ_N), 2);
+}
