@@ -116,7 +116,6 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 read_only,
                 observes_held: found.observes_held,
                 attempt_body: &attempt_body,
-                output: &output,
                 error_span: function.error_span,
             })
         }
@@ -177,7 +176,6 @@ struct WholeBody<'a> {
     /// See [`executions::Found::observes_held`].
     observes_held: bool,
     attempt_body: &'a TokenStream,
-    output: &'a Type,
     error_span: Span,
 }
 
@@ -300,67 +298,33 @@ fn untimed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) 
     }
 }
 
-/// One turn of the loop with time limits: each attempt is raced against them, and a cut
-/// attempt fails as maybe executed. Without a `From<TimedOut>` for the error type (which a
-/// time-limit option makes a compile error at the option; a `policy = PATH` cannot tell
-/// whether its policy has limits), no limit applies, as on a D1 call's attempt.
+/// One turn of the loop with time limits: as [`untimed_attempt`], with the attempt raced
+/// against them (`TimedTurn`), and a cut attempt failing as maybe executed. Without a
+/// `From<TimedOut>` for the error type (which a time-limit option makes a compile error at
+/// the option; a `policy = PATH` cannot tell whether its policy has limits), no limit
+/// applies, as on a D1 call's attempt.
 fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) -> TokenStream {
     let WholeBody {
         private,
         error_type,
         attempt_body,
-        output,
         ..
     } = parts;
     let driver = local("__d1_retry_driver");
     let result = local("__d1_retry_result");
-    let error = local("__d1_retry_error");
-    let delay = local("__d1_retry_delay");
-    let value = local("__d1_retry_value");
-    let cut = local("__d1_retry_cut");
-    let pinned = local("__d1_retry_pinned");
-    let timed_out = local("__d1_retry_timed_out");
-    quote! {
-        let mut #pinned = ::core::pin::pin!(#attempt_body);
-        let #timed_out = {
+    let timed_out = quote! {
+        {
             #[allow(unused_imports)]
             use #private::{ViaFromTimedOut as _, ViaNoTimedOut as _};
             (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout()
-        };
-        let #result: #output = match #driver
-            .attempt_within(#private::Scoped::new(#pinned.as_mut(), #plan), #timed_out)
-            .await
+        }
+    };
+    quote! {
+        if let ::core::option::Option::Some(#result) =
+            #driver.turn_timed(#attempt_body, #plan, #classify, #timed_out).await
         {
-            ::core::result::Result::Ok(#result) => #result,
-            ::core::result::Result::Err(#cut) => {
-                match #driver.next_delay(&#cut.failure(), #plan.access()) {
-                    ::core::option::Option::Some(#delay) => {
-                        #driver.wait_before_next(#delay);
-                        continue;
-                    }
-                    ::core::option::Option::None => {
-                        return ::core::result::Result::Err(#cut.into_error());
-                    }
-                }
-            }
-        };
-        // The error lives in this block only, so it is dropped before the wait and an
-        // error that is not `Send` never makes the future `!Send`.
-        let #delay = {
-            let #error = match #result {
-                ::core::result::Result::Ok(#value) => {
-                    #driver.succeeded();
-                    return ::core::result::Result::Ok(#value);
-                }
-                ::core::result::Result::Err(#error) => #error,
-            };
-            match #driver.next_delay(&(#classify)(&#error), #plan.access()) {
-                ::core::option::Option::Some(#delay) => #delay,
-                ::core::option::Option::None => return ::core::result::Result::Err(#error),
-            }
-        };
-        // Waited for at the next attempt's await, so the loop has one await point.
-        #driver.wait_before_next(#delay);
+            return #result;
+        }
     }
 }
 

@@ -22,7 +22,7 @@ pub use crate::dispatch::unseen_output::{
 pub use crate::read_only::{is_read_only, is_read_only_prepared};
 pub use crate::retry::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::retry::decide::Access;
-pub use crate::retry::driver::{Attempt, Cut, Driver, Plan, Scoped, Turn};
+pub use crate::retry::driver::{Attempt, Driver, Plan, TimedTurn, Turn};
 pub use crate::retry::execution::{Attempting, Execution, Once, PlainExecution};
 pub use crate::retry::operation::OperationName;
 pub use crate::retry::scope::{nested, record_held, record_sql, record_sql_prepared, scoped};

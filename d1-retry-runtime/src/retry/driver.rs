@@ -11,7 +11,7 @@ use core::task::{Context, Poll};
 use core::time::Duration;
 
 use crate::classify::failure::Failure;
-use crate::retry::call::{Call, race};
+use crate::retry::call::{Call, Limit, race};
 use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
 use crate::retry::scope::{self, InFlight, Inside};
@@ -70,33 +70,6 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             self.cut = Some(cut.limit());
         }
         result
-    }
-
-    /// One attempt of a whole-body function's loop with a `policy = PATH` or time-limit
-    /// options: within the policy's time limits when `timed_out` says how the caller's
-    /// error is made of a [`TimedOut`], and without any (no race, no deadline on the
-    /// waits) when the error type cannot receive one, as a D1 call's attempt is
-    /// (`TimedAttempting`). `Err` if a limit cut it: a [`Cut`], which the caller's error
-    /// is made of when the loop gives up.
-    pub async fn attempt_within<F: Future, E>(
-        &mut self,
-        attempt: F,
-        timed_out: Option<fn(TimedOut) -> E>,
-    ) -> Result<F::Output, Cut<E>> {
-        match timed_out {
-            Some(into) => self
-                .attempt(attempt)
-                .await
-                .map_err(|timed_out| Cut { timed_out, into }),
-            None => {
-                // No limit applies: the waits are not bounded by the deadline either.
-                self.started = None;
-                if let Some(wait) = self.waiting.take() {
-                    wait.await;
-                }
-                Ok(attempt.await)
-            }
-        }
     }
 
     /// Called after the current attempt failed: `Some(delay)` to wait and try again,
@@ -175,29 +148,85 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         }
     }
 
+    /// [`turn`](Self::turn) under the policy's time limits, for a whole-body function with
+    /// a `policy = PATH` or time-limit options: the attempt is raced against them when
+    /// `timed_out` says how the caller's error is made of a [`TimedOut`], and no limit
+    /// applies (no race, and no deadline on the waits) when the error type cannot receive
+    /// one, as on a D1 call's attempt. A cut attempt fails *maybe executed*: dropping its
+    /// future does not cancel a query in D1.
+    pub fn turn_timed<'t, F, T, E>(
+        &'t mut self,
+        attempt: F,
+        plan: Plan<'t, 'a>,
+        classify: for<'e> fn(&'e E) -> Failure<'e>,
+        timed_out: Option<fn(TimedOut) -> E>,
+    ) -> TimedTurn<'t, 'a, S, F, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        TimedTurn {
+            turn: Turn {
+                driver: self,
+                plan,
+                classify,
+                attempt,
+            },
+            timed_out,
+            limit: None,
+            started: false,
+            timer: None,
+        }
+    }
+
+    /// As a timed attempt starts: its limit, when `limited`; else none, and the deadline
+    /// no longer bounds the waits either. Apart from [`TimedTurn::poll`], as the helpers
+    /// below are, so that it is compiled once per sleeper rather than once per function.
+    fn limit_of_attempt(&mut self, limited: bool) -> Option<Limit> {
+        self.cut = None;
+        if !limited {
+            self.started = None;
+            return None;
+        }
+        self.call.attempt_limit(self.started)
+    }
+
+    /// A timed attempt is pending: whether its limit's timer has fired. The timer is made
+    /// at the attempt's first pending poll, so that an attempt ready at once makes none.
+    fn fired(
+        &self,
+        limit: Option<Limit>,
+        mut timer: Pin<&mut Option<S::Sleep>>,
+        cx: &mut Context<'_>,
+    ) -> bool {
+        let Some(limit) = limit else {
+            return false;
+        };
+        if timer.is_none() {
+            timer.set(Some(self.call.sleeper().sleep(limit.timer)));
+        }
+        timer
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready())
+    }
+
+    /// After `limit` cut the attempt: `None` when it is run again, after the wait now
+    /// scheduled; else the timeout to hand the caller.
+    fn after_cut(&mut self, limit: Limit, access: Access) -> Option<TimedOut> {
+        let timed_out = TimedOut::new(limit.limit, limit.reported, self.call.operation());
+        self.cut = Some(limit.limit);
+        let failure = Failure::with_class(FailureClass::MaybeExecuted, &timed_out);
+        match self.next_delay(&failure, access) {
+            Some(delay) => {
+                self.wait_before_next(delay);
+                None
+            }
+            None => Some(timed_out),
+        }
+    }
+
     /// Waits `delay` through the sleeper (on the heap: see `Call::wait`).
     pub fn sleep(&self, delay: Duration) -> core::pin::Pin<Box<S::Sleep>> {
         self.call.wait(delay)
-    }
-}
-
-/// A whole-body attempt cut by a time limit ([`Driver::attempt_within`]): the timeout,
-/// and how the caller's error is made of it when the loop gives up.
-pub struct Cut<E> {
-    timed_out: TimedOut,
-    into: fn(TimedOut) -> E,
-}
-
-impl<E> Cut<E> {
-    /// The failure the loop decides on: the timeout, *maybe executed* (dropping the
-    /// attempt's future does not cancel a query in D1).
-    pub fn failure(&self) -> Failure<'_> {
-        Failure::with_class(FailureClass::MaybeExecuted, &self.timed_out)
-    }
-
-    /// The caller's error.
-    pub fn into_error(self) -> E {
-        (self.into)(self.timed_out)
     }
 }
 
@@ -228,13 +257,79 @@ where
         if wait_is_pending::<S>(&mut this.driver.waiting, cx) {
             return Poll::Pending;
         }
-        // Polled here rather than through `Scoped`, so that a function adds one `poll` for
-        // its attempt, not two.
+        // Polled here rather than through a future of its own, so that a function adds one
+        // `poll` for its attempt, not two.
         // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
         let attempt = unsafe { Pin::new_unchecked(&mut this.attempt) };
         match poll_inside(this.plan, attempt, cx) {
             Poll::Ready(result) => Poll::Ready(this.driver.after(result, this.plan, this.classify)),
             Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The future of [`Driver::turn_timed`]: a [`Turn`] raced against its limit, a plain
+/// struct too, so that a function under time limits adds one await point per attempt and
+/// no state machine for the race, the wait or the decision.
+#[must_use = "futures do nothing unless polled"]
+pub struct TimedTurn<'t, 'a, S: Sleeper, F, E> {
+    /// Its attempt is structurally pinned, as in a `Turn`.
+    turn: Turn<'t, 'a, S, F, E>,
+    /// How a [`TimedOut`] becomes the caller's error; `None`: no limit applies.
+    timed_out: Option<fn(TimedOut) -> E>,
+    /// Set as the attempt starts, at the first poll after the wait.
+    limit: Option<Limit>,
+    started: bool,
+    /// Structurally pinned; made at the attempt's first pending poll.
+    timer: Option<S::Sleep>,
+}
+
+impl<S, F, T, E> Future for TimedTurn<'_, '_, S, F, E>
+where
+    S: Sleeper,
+    F: Future<Output = Result<T, E>>,
+{
+    type Output = Option<Result<T, E>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: `turn.attempt` and `timer` are structurally pinned and nothing else is:
+        // through this borrow they are only polled or set in place, never moved out;
+        // `TimedTurn` has no `Drop` impl and no `Unpin` impl of its own.
+        let this = unsafe { self.get_unchecked_mut() };
+        let turn = &mut this.turn;
+        if wait_is_pending::<S>(&mut turn.driver.waiting, cx) {
+            return Poll::Pending;
+        }
+        if !this.started {
+            this.started = true;
+            this.limit = turn.driver.limit_of_attempt(this.timed_out.is_some());
+        }
+        let limit = match this.limit {
+            // The deadline passed before the attempt: it is not made.
+            Some(limit) if limit.timer.is_zero() => limit,
+            limit => {
+                // SAFETY: see above.
+                let attempt = unsafe { Pin::new_unchecked(&mut turn.attempt) };
+                if let Poll::Ready(result) = poll_inside(turn.plan, attempt, cx) {
+                    return Poll::Ready(turn.driver.after(result, turn.plan, turn.classify));
+                }
+                // SAFETY: see above.
+                let timer = unsafe { Pin::new_unchecked(&mut this.timer) };
+                match limit {
+                    Some(limit) if turn.driver.fired(Some(limit), timer, cx) => limit,
+                    _ => return Poll::Pending,
+                }
+            }
+        };
+        // Cut: the attempt is dropped with this future, once it is ready. A limit is only
+        // set with `timed_out`.
+        match (
+            turn.driver.after_cut(limit, turn.plan.access()),
+            this.timed_out,
+        ) {
+            (None, _) => Poll::Ready(None),
+            (Some(cut), Some(into)) => Poll::Ready(Some(Err(into(cut)))),
+            (Some(_), None) => Poll::Pending,
         }
     }
 }
@@ -310,35 +405,9 @@ impl Plan<'_, '_> {
     }
 }
 
-/// A pinned attempt polled inside the scope, and watched for writes as [`Turn`] watches
-/// its attempt: what the whole-body expansion awaits under time limits. A plain struct
-/// rather than an `async fn`, so that each annotated function adds no state machine for
-/// it.
-#[must_use = "futures do nothing unless polled"]
-pub struct Scoped<'a, 'p, F> {
-    attempt: Pin<&'a mut F>,
-    plan: Plan<'p, 'p>,
-}
-
-impl<'a, 'p, F: Future> Scoped<'a, 'p, F> {
-    /// Polls `attempt` inside the scope, for a function of `plan`.
-    pub fn new(attempt: Pin<&'a mut F>, plan: Plan<'p, 'p>) -> Self {
-        Scoped { attempt, plan }
-    }
-}
-
-impl<F: Future> Future for Scoped<'_, '_, F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.get_mut();
-        poll_inside(this.plan, this.attempt.as_mut(), cx)
-    }
-}
-
 /// Polls a whole-body attempt inside the scope that keeps the D1 calls within from
 /// retrying on their own, and tells `plan` of a write made within it
-/// (`Plan::after_poll`): the one poll of [`Turn`] and [`Scoped`].
+/// (`Plan::after_poll`): the one poll of [`Turn`] and [`TimedTurn`].
 #[inline(always)]
 fn poll_inside<F: Future>(
     plan: Plan<'_, '_>,
@@ -532,9 +601,10 @@ mod tests {
         assert_eq!(Plan::ReadOnly(&unseen).access(), Access::Unretryable);
     }
 
-    /// A write recorded while a `read_only` attempt is polled, through `Turn` or `Scoped`,
+    /// A write recorded while a `read_only` attempt is polled, through `Turn` or `TimedTurn`,
     /// in its first poll or a later one, makes the body a write; one recorded between polls
-    /// is not the attempt's, and an `idempotent` body stays as declared.
+    /// is not the attempt's, and an `idempotent` body stays as declared (and counts as a
+    /// write made, for an attempt around it).
     #[test]
     fn a_write_within_a_read_only_attempt_makes_it_a_write() {
         use crate::retry::scope::record_write;
@@ -582,22 +652,36 @@ mod tests {
             );
 
             let record = Attempt::new(OperationName::Named("test"));
-            let mut pinned = core::pin::pin!(attempt(writing));
-            let mut scoped = core::pin::pin!(Scoped::new(pinned.as_mut(), Plan::ReadOnly(&record)));
-            assert!(scoped.as_mut().poll(&mut cx).is_pending());
+            let timed_out: Option<fn(TimedOut) -> DbError> = Some(|_| DbError("timed out"));
+            let mut timed = core::pin::pin!(driver.turn_timed(
+                attempt(writing),
+                Plan::ReadOnly(&record),
+                classify,
+                timed_out
+            ));
+            assert!(timed.as_mut().poll(&mut cx).is_pending());
             record_write();
-            assert!(matches!(scoped.as_mut().poll(&mut cx), Poll::Ready(Ok(1))));
+            assert!(matches!(
+                timed.as_mut().poll(&mut cx),
+                Poll::Ready(Some(Ok(1)))
+            ));
             assert_eq!(
                 Plan::ReadOnly(&record).access(),
                 expected,
-                "Scoped, {writing}"
+                "TimedTurn, {writing}"
             );
 
-            let mut pinned = core::pin::pin!(attempt(writing));
-            let mut vouched = core::pin::pin!(Scoped::new(pinned.as_mut(), Plan::Idempotent));
+            let writes = crate::retry::scope::writes();
+            let mut vouched =
+                core::pin::pin!(driver.turn(attempt(writing), Plan::Idempotent, classify));
             assert!(vouched.as_mut().poll(&mut cx).is_pending());
             assert!(vouched.as_mut().poll(&mut cx).is_ready());
             assert_eq!(Plan::Idempotent.access(), Access::Idempotent);
+            assert_ne!(
+                crate::retry::scope::writes(),
+                writes,
+                "idempotent, {writing}"
+            );
         }
     }
 
