@@ -126,8 +126,11 @@ mod tests {
         for name in [
             "va", "vb", "aa", "ab", "ia", "ib", "ic", "id", "ie", "ma", "mb", "pa", "sa", "sb",
         ] {
-            assert!(found.names.contains(name), "{name}");
+            let ident = syn::Ident::new(name, proc_macro2::Span::call_site());
+            assert!(found.contains(&ident), "{name}");
         }
+        // `r#va` is `va` to rustc.
+        assert!(found.contains(&syn::parse_str::<syn::Ident>("r#va").unwrap()));
         for name in [
             "untouched_if_without_else",
             "call_argument",

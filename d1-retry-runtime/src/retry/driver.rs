@@ -515,6 +515,128 @@ mod tests {
         });
     }
 
+    /// A timed turn's timer follows the rule of every attempt's timer.
+    #[test]
+    fn a_timed_turn_makes_its_timer_at_the_attempts_first_pending_poll_only() {
+        let waits = Waits::default();
+        let policy = crate::fake::TIMEOUT_100_MS;
+        let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
+        let classify: for<'e> fn(&'e DbError) -> Failure<'e> = |error| Failure::from_error(error);
+        crate::fake::timer_only_when_pending(&waits, |pending_first| {
+            let attempt = crate::fake::succeeding(3, pending_first);
+            let turn = driver.turn_timed(
+                attempt,
+                Plan::Idempotent,
+                classify,
+                Some(|_| DbError("cut")),
+            );
+            match crate::fake::poll_to_end(turn) {
+                Some(Ok(value)) => Some(value),
+                _ => None,
+            }
+        });
+    }
+
+    /// An attempt that never answers, cut at its timeout: a read is run again after the
+    /// wait the turn scheduled (`None`), and its future dropped with the turn; an attempt
+    /// that wrote is not, and the caller gets the timeout as its error. Without a way to
+    /// hand the caller a timeout, no limit applies: the turn makes no timer and waits.
+    #[test]
+    fn a_timed_turn_cuts_a_hanging_attempt_and_decides_by_the_attempts_access() {
+        let policy = crate::fake::TIMEOUT_100_MS;
+        let classify: for<'e> fn(&'e DbError) -> Failure<'e> = |error| Failure::from_error(error);
+        let into: Option<fn(TimedOut) -> DbError> = Some(|cut| {
+            assert_eq!(cut.limit(), TimeLimit::Attempt);
+            DbError("timed out")
+        });
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        let dropped = Cell::new(0);
+        let hanging = || {
+            let guard = crate::fake::Dropped(&dropped);
+            async move {
+                let _guard = guard;
+                core::future::pending::<Result<u32, DbError>>().await
+            }
+        };
+        for wrote in [false, true] {
+            let waits = Waits::default();
+            let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
+            let record = Attempt::new(OperationName::Named("test"));
+            if wrote {
+                record.observe(Some("DELETE FROM users"));
+            }
+            let plan = Plan::ReadOnly(&record);
+            dropped.set(0);
+            let mut turn = Box::pin(driver.turn_timed(hanging(), plan, classify, into));
+            // The attempt is pending, and its timer too (pending once).
+            assert!(turn.as_mut().poll(&mut cx).is_pending());
+            assert_eq!(*waits.0.borrow(), [Duration::from_millis(100)]);
+            let decided = turn.as_mut().poll(&mut cx);
+            drop(turn);
+            assert_eq!(
+                dropped.get(),
+                1,
+                "wrote {wrote}: the cut attempt is dropped"
+            );
+            match decided {
+                Poll::Ready(None) if !wrote => {
+                    // The retry's wait, scheduled: the next turn waits first.
+                    assert_eq!(waits.0.borrow().len(), 2);
+                    let mut next = core::pin::pin!(driver.turn_timed(
+                        crate::fake::succeeding(7, false),
+                        plan,
+                        classify,
+                        into
+                    ));
+                    assert!(next.as_mut().poll(&mut cx).is_pending(), "the wait");
+                    assert!(matches!(
+                        next.as_mut().poll(&mut cx),
+                        Poll::Ready(Some(Ok(7)))
+                    ));
+                }
+                Poll::Ready(Some(Err(DbError("timed out")))) if wrote => {
+                    assert_eq!(waits.0.borrow().len(), 1, "no wait");
+                }
+                other => panic!("wrote {wrote}: {other:?}"),
+            }
+        }
+
+        let waits = Waits::default();
+        let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
+        let mut unlimited =
+            core::pin::pin!(driver.turn_timed(hanging(), Plan::Idempotent, classify, None));
+        for _ in 0..5 {
+            assert!(unlimited.as_mut().poll(&mut cx).is_pending());
+        }
+        assert!(waits.0.borrow().is_empty(), "no limit, no timer");
+    }
+
+    /// The deadline has passed when an attempt is about to start: it is not made at all,
+    /// and the caller gets the deadline's timeout.
+    #[cfg(feature = "tokio")]
+    #[tokio::test(start_paused = true)]
+    async fn a_timed_turn_past_the_deadline_does_not_make_the_attempt() {
+        let policy = RetryPolicy::DEFAULT
+            .without_budget()
+            .with_deadline(Duration::from_millis(100));
+        let operation = OperationName::Named("test");
+        let mut driver = Driver::new(&policy, &operation, crate::TokioSleeper);
+        tokio::time::advance(Duration::from_millis(100)).await;
+        let polled = Cell::new(false);
+        let attempt = core::future::poll_fn(|_| {
+            polled.set(true);
+            Poll::Ready(Ok::<u32, DbError>(1))
+        });
+        let classify: for<'e> fn(&'e DbError) -> Failure<'e> = |error| Failure::from_error(error);
+        let into: Option<fn(TimedOut) -> DbError> = Some(|cut| {
+            assert_eq!(cut.limit(), TimeLimit::Deadline);
+            DbError("deadline")
+        });
+        let turn = driver.turn_timed(attempt, Plan::Idempotent, classify, into);
+        assert!(matches!(turn.await, Some(Err(DbError("deadline")))));
+        assert!(!polled.get(), "the attempt was made past the deadline");
+    }
+
     #[test]
     fn a_turn_makes_the_scheduled_wait_then_polls_the_attempt_inside_the_scope_and_decides() {
         use crate::fake::{DbError, LOST};
