@@ -25,6 +25,11 @@ const BOUNDED: RetryPolicy = NO_BUDGET
     .with_attempt_timeout(Duration::from_secs(2))
     .with_deadline(Duration::from_secs(10));
 
+/// The upsert of the `idempotent` shapes: it sets, never adds.
+const SET_HITS: &str = "INSERT INTO counters (name, n) VALUES ('hits', 7) \
+                        ON CONFLICT(name) DO UPDATE SET n = excluded.n";
+const READ_HITS: &str = "SELECT n FROM counters WHERE name = 'hits'";
+
 /// The limits of `attempt_timeout_ms = 2000, deadline_ms = 10_000` and of [`BOUNDED`].
 const TWO_S_BY_10_S: Limits = Limits {
     attempt: Duration::from_secs(2),
@@ -280,18 +285,8 @@ impl Shop {
     /// declares, so the whole body runs again even after the write may have run.
     #[d1_retry(idempotent, policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
     async fn save_setting(&self) -> Result<i64, Error> {
-        self.db
-            .prepare(
-                "INSERT INTO counters (name, n) VALUES ('hits', 7) \
-                 ON CONFLICT(name) DO UPDATE SET n = excluded.n",
-            )
-            .run()
-            .await?;
-        let c = self
-            .db
-            .prepare("SELECT n FROM counters WHERE name = 'hits'")
-            .first::<Count>(None)
-            .await?;
+        self.db.prepare(SET_HITS).run().await?;
+        let c = self.db.prepare(READ_HITS).first::<Count>(None).await?;
         Ok(n(c))
     }
 }
@@ -309,18 +304,8 @@ impl Shop {
 
     #[d1_retry(idempotent, policy = BOUNDED)]
     async fn save_setting_under_policy(&self) -> Result<i64, Error> {
-        self.db
-            .prepare(
-                "INSERT INTO counters (name, n) VALUES ('hits', 7) \
-                 ON CONFLICT(name) DO UPDATE SET n = excluded.n",
-            )
-            .run()
-            .await?;
-        let c = self
-            .db
-            .prepare("SELECT n FROM counters WHERE name = 'hits'")
-            .first::<Count>(None)
-            .await?;
+        self.db.prepare(SET_HITS).run().await?;
+        let c = self.db.prepare(READ_HITS).first::<Count>(None).await?;
         Ok(n(c))
     }
 }
