@@ -102,9 +102,10 @@ async fn a_nested_write_stops_a_read_only_body_from_running_again() {
         assert_eq!(calls_with(&db, INSERT), 1, "bounded: {bounded}");
         assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
 
-        // The write completed, then the read failed before it ran: the same.
+        // The write completed, then the read failed before it ran: the body is not run
+        // again, and the read, after a write, is retried on its own.
         let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
-        assert!(run(db.clone()).await.is_err(), "bounded: {bounded}");
+        assert!(run(db.clone()).await.is_ok(), "bounded: {bounded}");
         assert_eq!(calls_with(&db, INSERT), 1, "bounded: {bounded}");
         assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
 
@@ -341,11 +342,11 @@ async fn a_write_made_out_of_sight_stops_a_read_only_body_from_running_again() {
                 }
             };
             // The write completed, then the read failed after it ran: the body would run
-            // the write again.
+            // the write again. It is not, and the read is retried on its own.
             let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
             let (logs, guard) = Logs::capture();
             assert!(
-                run(kept(&db, WRITE)).await.is_err(),
+                run(kept(&db, WRITE)).await.is_ok(),
                 "{shape:?}, bounded: {bounded}"
             );
             drop(guard);
@@ -419,7 +420,8 @@ async fn generic_run_then_count<S: d1_retry::D1Receiver + Runs>(
 async fn a_generic_statement_is_read_as_what_it_holds() {
     let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
     let write = db.prepare("INSERT INTO orders (item) VALUES ('generic')");
-    assert!(generic_run_then_count(&db, &write).await.is_err());
+    // Not run again; the read after the write is retried on its own.
+    assert!(generic_run_then_count(&db, &write).await.is_ok());
     assert_eq!(calls_with(&db, INSERT), 1);
 
     let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
@@ -483,7 +485,8 @@ async fn a_batch_out_of_sight_is_read_as_what_its_statements_hold() {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let list = [db.prepare("INSERT INTO orders (item) VALUES ('passed')")];
         let list = passed.then_some(&list[..]);
-        assert!(batch_then_count(&db, list, BATCH_INSERT).await.is_err());
+        // Not run again; the read after the write is retried on its own.
+        assert!(batch_then_count(&db, list, BATCH_INSERT).await.is_ok());
         assert_eq!(calls_with(&db, INSERT), 1, "passed: {passed}");
 
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
@@ -510,7 +513,8 @@ async fn batch_in_an_owning_block(
 async fn a_batch_in_an_owning_block_is_read_as_what_its_statements_hold() {
     let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
     let list = [db.prepare("INSERT INTO orders (item) VALUES ('owned')")];
-    assert!(batch_in_an_owning_block(&db, &list).await.is_err());
+    // Not run again; the read after the write is retried on its own.
+    assert!(batch_in_an_owning_block(&db, &list).await.is_ok());
     assert_eq!(calls_with(&db, INSERT), 1);
     assert_eq!(count(&db, "SELECT count(*) FROM orders"), 1);
 
@@ -548,7 +552,8 @@ async fn dynamic_sql_beyond_the_attempt_is_judged_as_it_runs() {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let write = "INSERT INTO orders (item) VALUES ('dynamic')";
         let (logs, guard) = Logs::capture();
-        assert!(dynamic_beyond_the_attempt(&db, write, exec).await.is_err());
+        // Not run again; the read after the write is retried on its own.
+        assert!(dynamic_beyond_the_attempt(&db, write, exec).await.is_ok());
         drop(guard);
         // Logged as the attempt's record logs it: the function's name and the SQL.
         assert!(
@@ -641,8 +646,9 @@ async fn a_prepare_that_is_not_d1_s_stops_a_read_only_body_from_running_again() 
         };
         drop(guard);
         // The builder's `INSERT` ran, then the read failed after it ran: running the body
-        // again would archive the orders twice.
-        assert!(archived.is_err(), "bounded: {bounded}, bound: {bound}");
+        // again would archive the orders twice. It is not, and the read is retried on its
+        // own.
+        assert!(archived.is_ok(), "bounded: {bounded}, bound: {bound}");
         assert_eq!(
             count(&db, "SELECT count(*) FROM archive"),
             1,

@@ -25,7 +25,9 @@ pub use crate::retry::decide::Access;
 pub use crate::retry::driver::{Attempt, Driver, Plan, TimedTurn, Turn};
 pub use crate::retry::execution::{Attempting, Execution, Once, PlainExecution};
 pub use crate::retry::operation::OperationName;
-pub use crate::retry::scope::{nested, record_held, record_sql, record_sql_prepared, scoped};
+pub use crate::retry::scope::{
+    left_as_written, nested, record_held, record_sql, record_sql_prepared, scoped,
+};
 pub use crate::retry::timed_execution::{TimedAttempting, TimedExecution};
 pub use crate::schedule::timeout::{
     ReceivesTimedOut, TimeoutInto, ViaFromTimedOut, ViaNoTimedOut, receives_timed_out,

@@ -410,3 +410,81 @@ async fn futures_bound_by_lets_that_meet_compile_and_run_as_written() {
     })
     .await;
 }
+
+/// A future handed to a function, not to a collection (`metrics.time(fa)`): it meets
+/// nothing and stays retried.
+struct Metrics;
+
+impl Metrics {
+    async fn time<F: core::future::Future>(&self, f: F) -> F::Output {
+        f.await
+    }
+}
+
+/// The same `let`s meeting inside what is made of them: `Some(..)` and tuples in arms,
+/// `Some(..)` and `Box::pin(..)` in a `vec!`, a struct in an array, and a `let` of an
+/// `Option` assigned another. Each was still E0308 once bare names were followed; a read
+/// handed once to a method stays retried.
+#[d1_retry(policy = NO_BUDGET)]
+#[allow(unused_assignments)]
+async fn lets_that_meet_wrapped(db: &D1Database, dry: bool) -> Result<i64, Error> {
+    struct Pending<F> {
+        f: F,
+    }
+    let w = [
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-1')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-2')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-3')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-4')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-5')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-6')"),
+    ];
+    let [w1, w2, w3, w4, w5, w6] = &w;
+    let r = db.prepare("SELECT count(*) AS wrap FROM audit");
+    let fa = w1.run();
+    let fb = r.run();
+    if let Some(f) = if dry { Some(fb) } else { Some(fa) } {
+        f.await?;
+    }
+    let fc = w2.run();
+    let fd = r.run();
+    let (f, _) = if dry { (fd, 1) } else { (fc, 2) };
+    f.await?;
+    let fe = w3.run();
+    let ff = r.run();
+    if let Some(Some(f)) = vec![Some(fe), Some(ff)].into_iter().next() {
+        f.await?;
+    }
+    let fg = w4.run();
+    let fh = r.run();
+    if let Some(f) = vec![Box::pin(fg), Box::pin(fh)].into_iter().next() {
+        f.await?;
+    }
+    let fi = w5.run();
+    let fj = r.run();
+    let [first, _] = [Pending { f: fi }, Pending { f: fj }];
+    first.f.await?;
+    let fk = r.run();
+    let fl = w6.run();
+    let mut slot = Some(fk);
+    slot = Some(fl);
+    if let Some(f) = slot {
+        f.await?;
+    }
+    let count = db.prepare(READ_N);
+    let timed = count.first::<Count>(None);
+    Ok(n(Metrics.time(timed).await?))
+}
+
+#[tokio::test(start_paused = true)]
+async fn futures_bound_by_lets_that_meet_inside_values_compile_and_run_as_written() {
+    sweep_leaving(
+        "lets that meet, wrapped",
+        &["('wrap-"],
+        |db, effects| async move {
+            effects.push("wrapped");
+            lets_that_meet_wrapped(&db, false).await
+        },
+    )
+    .await;
+}

@@ -43,6 +43,7 @@ mod handed_over;
 mod harness;
 mod nested_idempotent;
 mod nested_read_only;
+mod nested_unseen_writes;
 mod read_only;
 mod scanner_traps;
 mod sql_forms;

@@ -203,3 +203,32 @@ async fn on_its_own_an_idempotent_function_still_runs_again() {
         );
     }
 }
+
+/// The nested upsert itself fails, before it ran or after: the page will not run again
+/// once the upsert began, so the upsert is retried on its own, as declared, and the page
+/// has its answer with the counter set once. (Counted as a write with nothing to let it
+/// retry, it failed the page.)
+#[tokio::test(start_paused = true)]
+async fn a_nested_idempotent_write_that_fails_is_retried_on_its_own() {
+    for around in AROUND {
+        for setter in SETTERS {
+            for (message, timing) in [
+                (Message::CannotResolve, Timing::BeforeExecution),
+                (Message::NetworkConnectionLost, Timing::AfterExecution),
+            ] {
+                let db = database();
+                db.add_fault(
+                    Fault::new(message)
+                        .timing(timing)
+                        .when_sql_contains("ON CONFLICT")
+                        .times(1),
+                );
+                let result = page(&db, around, setter).await;
+                let case = format!("{around:?} {setter:?} {message:?} {timing:?}");
+                assert_eq!(result.ok(), Some(0), "{case}");
+                assert_eq!(hits(&db), 1, "{case}");
+                assert_eq!(calls_with(&db, "ON CONFLICT"), 2, "{case}");
+            }
+        }
+    }
+}

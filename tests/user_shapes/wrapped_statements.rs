@@ -128,7 +128,8 @@ async fn a_write_through_a_wrapper_that_derefs_to_the_statement_is_made_once() {
     for through in ALL {
         let (result, inserts, orders) = count_fails_once(INSERT, through).await;
         assert_eq!((inserts, orders), (1, 1), "{through:?}: {result:?}");
-        assert!(result.is_err(), "{through:?}: the caller got {result:?}");
+        // Not run again; the read after the write is retried on its own.
+        assert_eq!(result.ok(), Some(1), "{through:?}");
     }
 }
 
@@ -139,10 +140,13 @@ async fn a_write_through_a_wrapper_that_derefs_to_the_statement_is_made_once() {
 async fn a_read_through_such_a_wrapper_costs_the_body_its_retries() {
     const READ: &str = "SELECT 'wrapped' AS item";
     for through in ALL {
-        let (result, _, _) = count_fails_once(READ, through).await;
-        match through {
-            Through::IntoFuture => assert_eq!(result.ok(), Some(0), "{through:?}"),
-            _ => assert!(result.is_err(), "{through:?}: the caller got {result:?}"),
-        }
+        let (result, reads, _) = count_fails_once(READ, through).await;
+        // Run again (the read sent twice), or not: the read after it is then retried on
+        // its own. The caller has its count either way.
+        let sent = match through {
+            Through::IntoFuture => 2,
+            _ => 1,
+        };
+        assert_eq!((result.ok(), reads), (Some(0), sent), "{through:?}");
     }
 }

@@ -14,12 +14,18 @@ use super::bindings::name;
 use super::syntax::strip_parens;
 use super::vocabulary::MacroArguments;
 
+/// The methods through which a value joins others of its type in a collection.
+const COLLECTING: &[&str] = &["push", "push_back", "push_front", "insert", "append"];
+
 /// The names used where a value must have one type with another: an element of an array
-/// or a `vec!`, an `if`'s or a `match`'s arm value, a method call's argument
-/// (`futures.push(fa)`), and either side of an assignment (`f = fb;`).
+/// or a `vec!`, an `if`'s or a `match`'s arm value, the argument of a collection's `push`
+/// or `insert` (`futures.push(fa)`), and either side of an assignment (`f = fb;`).
 #[derive(Default)]
 pub(super) struct Meeting {
     names: HashSet<String>,
+    /// Each `let` of one name, with its initialiser: a name that meets passes that on to
+    /// what it was made of (`let mut slot = Some(fa); slot = Some(fb);`).
+    lets: Vec<(String, Expr)>,
 }
 
 impl Meeting {
@@ -28,13 +34,54 @@ impl Meeting {
         self.names.contains(&name(ident))
     }
 
-    /// `expr`, if it is a name, meets another value here.
+    /// Finds the names of `block` ([`Visit`]), then passes a meeting on from each `let`'s
+    /// name to what it was made of, until nothing more meets.
+    pub(super) fn of(block: &syn::Block) -> Meeting {
+        let mut meeting = Meeting::default();
+        meeting.visit_block(block);
+        let lets = core::mem::take(&mut meeting.lets);
+        let mut passed = vec![false; lets.len()];
+        loop {
+            let before = meeting.names.len();
+            for ((bound, init), passed) in lets.iter().zip(&mut passed) {
+                if !*passed && meeting.names.contains(bound) {
+                    *passed = true;
+                    meeting.meets(init);
+                }
+            }
+            if meeting.names.len() == before {
+                return meeting;
+            }
+        }
+    }
+
+    /// `expr` meets another value here: a name, or the names a value is made of
+    /// (`Some(fa)`, `Box::pin(fa)`, `(fa, 1)`, `Pending { f: fa }`, `[fa]`, `vec![fa]`,
+    /// a block's value).
     fn meets(&mut self, expr: &Expr) {
-        if let Expr::Path(path) = strip_parens(expr)
-            && path.qself.is_none()
-            && let Some(ident) = path.path.get_ident()
-        {
-            self.names.insert(name(ident));
+        match strip_parens(expr) {
+            Expr::Path(path) if path.qself.is_none() => {
+                if let Some(ident) = path.path.get_ident() {
+                    self.names.insert(name(ident));
+                }
+            }
+            Expr::Call(call) => call.args.iter().for_each(|e| self.meets(e)),
+            Expr::Tuple(tuple) => tuple.elems.iter().for_each(|e| self.meets(e)),
+            Expr::Array(array) => array.elems.iter().for_each(|e| self.meets(e)),
+            Expr::Struct(value) => value.fields.iter().for_each(|f| self.meets(&f.expr)),
+            Expr::Block(block) => {
+                if let Some(Stmt::Expr(value, None)) = block.block.stmts.last() {
+                    self.meets(value);
+                }
+            }
+            Expr::Macro(mac) if mac.mac.path.is_ident("vec") => {
+                if let Some(MacroArguments::List(args)) =
+                    MacroArguments::parse(mac.mac.tokens.clone())
+                {
+                    args.iter().for_each(|e| self.meets(e));
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -42,8 +89,12 @@ impl Meeting {
 impl Visit<'_> for Meeting {
     fn visit_expr(&mut self, expr: &Expr) {
         match expr {
-            Expr::Array(array) => array.elems.iter().for_each(|e| self.meets(e)),
-            Expr::MethodCall(call) => call.args.iter().for_each(|e| self.meets(e)),
+            Expr::Array(_) => self.meets(expr),
+            // A collection's: `futures.push(fa)` (a method that takes a future to run it,
+            // `metrics.time(fa)`, needs no one type with another).
+            Expr::MethodCall(call) if COLLECTING.contains(&call.method.to_string().as_str()) => {
+                call.args.iter().for_each(|e| self.meets(e));
+            }
             Expr::Assign(assign) => {
                 self.meets(&assign.left);
                 self.meets(&assign.right);
@@ -52,6 +103,17 @@ impl Visit<'_> for Meeting {
             _ => {}
         }
         visit::visit_expr(self, expr);
+    }
+
+    fn visit_local(&mut self, local: &syn::Local) {
+        let pat = match &local.pat {
+            syn::Pat::Type(typed) => &*typed.pat,
+            pat => pat,
+        };
+        if let (syn::Pat::Ident(ident), Some(init)) = (pat, &local.init) {
+            self.lets.push((name(&ident.ident), (*init.expr).clone()));
+        }
+        visit::visit_local(self, local);
     }
 
     fn visit_macro(&mut self, mac: &Macro) {
@@ -101,9 +163,7 @@ mod tests {
 
     fn meeting(body: &str) -> Meeting {
         let block: syn::Block = syn::parse_str(body).expect("a block");
-        let mut meeting = Meeting::default();
-        meeting.visit_block(&block);
-        meeting
+        Meeting::of(&block)
     }
 
     #[test]
@@ -119,6 +179,7 @@ mod tests {
                 sa = sb;
                 let _ = if c { untouched_if_without_else };
                 keep(call_argument);
+                metrics.time(method_argument);
                 let _ = (tuple_element, 1);
                 if c { log(); statement_tail; }
             }",
@@ -134,6 +195,7 @@ mod tests {
         for name in [
             "untouched_if_without_else",
             "call_argument",
+            "method_argument",
             "tuple_element",
             "statement_tail",
             "join_all",

@@ -113,9 +113,10 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
         bindings.bound(param);
     }
     bindings.visit_block(block);
-    let mut meeting = meeting::Meeting::default();
-    if mode == Mode::PerCall {
-        meeting.visit_block(block);
-    }
+    let meeting = if mode == Mode::PerCall {
+        meeting::Meeting::of(block)
+    } else {
+        meeting::Meeting::default()
+    };
     finder::find(block, mode, names, bindings, meeting)
 }

@@ -14,7 +14,7 @@ use crate::classify::failure::Failure;
 use crate::retry::call::{Call, Limit, race};
 use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
-use crate::retry::scope::{self, InFlight, Inside};
+use crate::retry::scope::{self, Entered, InFlight};
 use crate::schedule::timeout::{TimeLimit, TimedOut};
 use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
@@ -416,8 +416,12 @@ fn poll_inside<F: Future>(
 ) -> Poll<F::Output> {
     let writes = scope::writes();
     let marks = InFlight::mark();
+    let watched = match plan {
+        Plan::Idempotent => None,
+        Plan::ReadOnly(_) => Some(plan.access() != Access::ReadOnly),
+    };
     let poll = {
-        let _inside = Inside::enter();
+        let _entered = Entered::attempt(watched);
         attempt.poll(cx)
     };
     plan.after_poll(writes, marks);

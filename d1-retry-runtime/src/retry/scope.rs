@@ -36,8 +36,8 @@ use crate::retry::operation::OperationName;
 /// The attempts being polled on this thread, as far as the D1 calls inside need to know.
 #[derive(Clone, Copy)]
 struct Scopes {
-    /// Attempts being polled that run again after any failure they may retry: whole-body
-    /// attempts, and `Retry`s declared read-only or idempotent.
+    /// Attempts being polled that run again after any failure they may retry, whatever
+    /// they did: `idempotent` bodies, and `Retry`s declared idempotent.
     whole: u32,
     /// The innermost [`Watched`] attempt being polled: `writes` when its poll began, and
     /// whether it wrote in an earlier poll.
@@ -158,6 +158,14 @@ pub(crate) fn record_write() {
     });
 }
 
+/// A D1 call a `#[d1_retry]` function left as written (a future that must have one type
+/// with another site's, one returned): made once, not retried, and unless it reads, a
+/// write that an attempt around the function must not make again. Counted as the future
+/// is made, before it runs: once made, it may run.
+pub fn left_as_written() {
+    record_write();
+}
+
 /// A statement a `read_only` body ran where it could not borrow its attempt's record (an
 /// `async` block, a closure), judged by the SQL it holds (`access`): unless it reads, it
 /// counts as a write made (`record_write`), which the attempt polling it reads as a nested
@@ -201,8 +209,8 @@ pub(crate) fn wrote(operation: OperationName<'_>, sql: Option<&str>) {
 #[must_use = "futures do nothing unless polled"]
 pub(crate) struct Watched<'a, F> {
     attempt: Pin<&'a mut F>,
-    /// Whether the attempt may write: else it runs again whatever it did (declared
-    /// read-only or idempotent), and is entered as a whole-body attempt is.
+    /// Whether the attempt is watched: else it runs again whatever it did (declared
+    /// idempotent), and is entered as an `idempotent` body's attempt is.
     watch: bool,
     wrote: bool,
     /// Executions that may write begun and not settled within the attempt (wrapping): one
@@ -211,7 +219,8 @@ pub(crate) struct Watched<'a, F> {
 }
 
 impl<'a, F: Future> Watched<'a, F> {
-    /// Polls `attempt` inside the scope, watched when `watch`: the attempt may write.
+    /// Polls `attempt` inside the scope, watched when `watch`: the attempt is not run
+    /// again once it may have written.
     pub(crate) fn new(attempt: Pin<&'a mut F>, watch: bool) -> Self {
         Watched {
             attempt,
@@ -250,15 +259,35 @@ impl<F: Future> Future for Watched<'_, F> {
     }
 }
 
+/// A whole-body attempt entered for one poll: an `idempotent` one as an attempt that
+/// runs again whatever it did ([`Inside`]); a `read_only` one watched as a `Retry`'s is,
+/// since it is not run again once a D1 call in it may have written (`wrote`: it did so in
+/// an earlier poll), so that the calls after such a write retry on their own, as they
+/// would outside it (a nested `idempotent` function among them).
+pub(crate) enum Entered {
+    Whole(#[allow(dead_code)] Inside),
+    Watched(#[allow(dead_code)] Watching),
+}
+
+impl Entered {
+    /// `watched`: `Some(wrote)` for a `read_only` attempt, `None` for an `idempotent` one.
+    pub(crate) fn attempt(watched: Option<bool>) -> Entered {
+        match watched {
+            None => Entered::Whole(Inside::enter()),
+            Some(wrote) => Entered::Watched(Watching::enter(wrote)),
+        }
+    }
+}
+
 /// The innermost watched attempt set while it lives, the one it enclosed set back when it
 /// drops (even if the poll panics).
-struct Watching {
+pub(crate) struct Watching {
     outer: Option<(u32, bool)>,
     since: u32,
 }
 
 impl Watching {
-    fn enter(wrote: bool) -> Watching {
+    pub(crate) fn enter(wrote: bool) -> Watching {
         let outer = update(|scopes| Scopes {
             watched: Some((scopes.writes, wrote)),
             ..scopes

@@ -6,7 +6,7 @@ use crate::classify::failure::Failure;
 use crate::retry::decide::Access;
 use crate::retry::driver::Driver;
 use crate::retry::operation::OperationName;
-use crate::retry::scope::{Watched, record_write};
+use crate::retry::scope::{Watched, begin_write, record_write, settle_write};
 use crate::schedule::timeout::TimedOut;
 use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 
@@ -226,15 +226,17 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         let policy = self.policy;
         let operation = OperationName::Named(self.operation);
         let (mut driver, access) = self.into_driver(&policy, &operation);
+        begin_write(access);
         loop {
             // The attempt runs as a whole: D1 calls inside it do not retry on their own
             // until one of them may have written (`Watched`).
             let mut current = core::pin::pin!(attempt());
             vouched_write(access);
-            let mut watched = Watched::new(current.as_mut(), access.may_write());
+            let mut watched = Watched::new(current.as_mut(), watches(access));
             let error = match (&mut watched).await {
                 Ok(value) => {
                     succeeded(&driver, access);
+                    settle_write(access);
                     return Ok(value);
                 }
                 Err(error) => error,
@@ -246,7 +248,10 @@ impl<'a, S: Sleeper> Retry<'a, S> {
                     drop(error);
                     driver.sleep(delay).await;
                 }
-                None => return Err(error),
+                None => {
+                    settle_write(access);
+                    return Err(error);
+                }
             }
         }
     }
@@ -265,27 +270,35 @@ impl<'a, S: Sleeper> Retry<'a, S> {
     {
         let policy = self.policy;
         let operation = OperationName::Named(self.operation);
-        let (mut driver, access) = self.into_driver(&policy, &operation);
+        let (mut driver, begun) = self.into_driver(&policy, &operation);
+        begin_write(begun);
         loop {
             let mut current = core::pin::pin!(attempt());
-            vouched_write(access);
-            let mut watched = Watched::new(current.as_mut(), access.may_write());
+            vouched_write(begun);
+            let mut watched = Watched::new(current.as_mut(), watches(begun));
             let result = driver.attempt(&mut watched).await;
-            let access = after(access, &watched);
+            let access = after(begun, &watched);
             let delay = match result {
                 Ok(Ok(value)) => {
                     succeeded(&driver, access);
+                    settle_write(begun);
                     return Ok(value);
                 }
                 Ok(Err(error)) => match driver.next_delay(&Failure::from_error(&error), access) {
                     Some(delay) => delay,
-                    None => return Err(error),
+                    None => {
+                        settle_write(begun);
+                        return Err(error);
+                    }
                 },
                 Err(cut) => {
                     let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
                     match driver.next_delay(&failure, access) {
                         Some(delay) => delay,
-                        None => return Err(timed_out(cut)),
+                        None => {
+                            settle_write(begun);
+                            return Err(timed_out(cut));
+                        }
                     }
                 }
             };
@@ -320,6 +333,13 @@ fn after<F>(access: Access, watched: &Watched<'_, F>) -> Access {
         _ if watched.wrote() => Access::WroteBefore,
         _ => access,
     }
+}
+
+/// Whether an attempt of `access` is [`Watched`]: unless it is declared idempotent, it is
+/// not run again once a D1 call in it may have written, so the calls after that retry on
+/// their own, as they would outside it (one declared idempotent always may run again).
+fn watches(access: Access) -> bool {
+    access != Access::Idempotent
 }
 
 /// Before an attempt declared idempotent: it counts as a write made, which an attempt

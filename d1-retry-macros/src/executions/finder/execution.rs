@@ -97,7 +97,7 @@ impl Finder<'_> {
             held,
         });
         if !rewritable {
-            return None;
+            return self.left_as_written(call, &statements);
         }
         let private = &self.names.private;
         let kept = Ident::new("__d1_retry_kept", Span::mixed_site());
@@ -410,5 +410,36 @@ impl Finder<'_> {
                 #slot => #body
             }
         }
+    }
+}
+
+impl Finder<'_> {
+    /// An execution left as written (see `rewritable` in [`execution`](Self::execution)):
+    /// D1's own future, made once and not retried. An attempt around the function (a
+    /// `read_only` body, a `Retry`) runs it again with the rest of its attempt, so it is
+    /// told, as the future is made, that a write may be made there
+    /// (`scope::left_as_written`), unless its SQL is a literal that reads; the call keeps
+    /// its type (`(told, call).1`).
+    fn left_as_written(
+        &self,
+        call: &ExprMethodCall,
+        statements: &Statements,
+    ) -> Option<TokenStream> {
+        let reads = !statements.sql.is_empty()
+            && statements.sql.iter().all(|sql| {
+                matches!(
+                    sql,
+                    Sql::Literal {
+                        read_only: true,
+                        ..
+                    }
+                )
+            });
+        if reads {
+            return None;
+        }
+        let private = &self.names.private;
+        let whole = call.span();
+        Some(quote_spanned!(whole=> (#private::left_as_written(), #call).1))
     }
 }
