@@ -411,20 +411,10 @@ async fn futures_bound_by_lets_that_meet_compile_and_run_as_written() {
     .await;
 }
 
-/// A future handed to a function, not to a collection (`metrics.time(fa)`): it meets
-/// nothing and stays retried.
-struct Metrics;
-
-impl Metrics {
-    async fn time<F: core::future::Future>(&self, f: F) -> F::Output {
-        f.await
-    }
-}
-
 /// The same `let`s meeting inside what is made of them: `Some(..)` and tuples in arms,
 /// `Some(..)` and `Box::pin(..)` in a `vec!`, a struct in an array, and a `let` of an
-/// `Option` assigned another. Each was still E0308 once bare names were followed; a read
-/// handed once to a method stays retried.
+/// `Option` assigned another, and futures sent on one channel. Each was still E0308 once
+/// bare names were followed.
 #[d1_retry(policy = NO_BUDGET)]
 #[allow(unused_assignments)]
 async fn lets_that_meet_wrapped(db: &D1Database, dry: bool) -> Result<i64, Error> {
@@ -471,9 +461,14 @@ async fn lets_that_meet_wrapped(db: &D1Database, dry: bool) -> Result<i64, Error
     if let Some(f) = slot {
         f.await?;
     }
-    let count = db.prepare(READ_N);
-    let timed = count.first::<Count>(None);
-    Ok(n(Metrics.time(timed).await?))
+    let fm = r.run();
+    let fn_ = w6.run();
+    let (tx, rx) = std::sync::mpsc::channel();
+    tx.send(fm).unwrap_or_default();
+    tx.send(fn_).unwrap_or_default();
+    drop(tx);
+    let _ = rx.try_iter().count();
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
 }
 
 #[tokio::test(start_paused = true)]

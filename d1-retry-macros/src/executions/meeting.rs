@@ -14,12 +14,9 @@ use super::bindings::name;
 use super::syntax::strip_parens;
 use super::vocabulary::MacroArguments;
 
-/// The methods through which a value joins others of its type in a collection.
-const COLLECTING: &[&str] = &["push", "push_back", "push_front", "insert", "append"];
-
 /// The names used where a value must have one type with another: an element of an array
-/// or a `vec!`, an `if`'s or a `match`'s arm value, the argument of a collection's `push`
-/// or `insert` (`futures.push(fa)`), and either side of an assignment (`f = fb;`).
+/// or a `vec!`, an `if`'s or a `match`'s arm value, a method's argument (`futures.push(fa)`,
+/// `tx.send(fa)`), and either side of an assignment (`f = fb;`).
 #[derive(Default)]
 pub(super) struct Meeting {
     names: HashSet<String>,
@@ -90,11 +87,11 @@ impl Visit<'_> for Meeting {
     fn visit_expr(&mut self, expr: &Expr) {
         match expr {
             Expr::Array(_) => self.meets(expr),
-            // A collection's: `futures.push(fa)` (a method that takes a future to run it,
-            // `metrics.time(fa)`, needs no one type with another).
-            Expr::MethodCall(call) if COLLECTING.contains(&call.method.to_string().as_str()) => {
-                call.args.iter().for_each(|e| self.meets(e));
-            }
+            // Any method's: a collection's `push`, but also a channel's `send`, an
+            // `Option`'s `replace`, an entry's `or_insert`, and the attribute cannot tell
+            // them from a method that only runs the future (`metrics.time(fa)`, which then
+            // loses its retries rather than fail to compile).
+            Expr::MethodCall(call) => call.args.iter().for_each(|e| self.meets(e)),
             Expr::Assign(assign) => {
                 self.meets(&assign.left);
                 self.meets(&assign.right);
@@ -185,7 +182,21 @@ mod tests {
             }",
         );
         for name in [
-            "va", "vb", "aa", "ab", "ia", "ib", "ic", "id", "ie", "ma", "mb", "pa", "sa", "sb",
+            "va",
+            "vb",
+            "aa",
+            "ab",
+            "ia",
+            "ib",
+            "ic",
+            "id",
+            "ie",
+            "ma",
+            "mb",
+            "pa",
+            "sa",
+            "sb",
+            "method_argument",
         ] {
             let ident = syn::Ident::new(name, proc_macro2::Span::call_site());
             assert!(found.contains(&ident), "{name}");
@@ -195,7 +206,6 @@ mod tests {
         for name in [
             "untouched_if_without_else",
             "call_argument",
-            "method_argument",
             "tuple_element",
             "statement_tail",
             "join_all",
