@@ -19,9 +19,10 @@
 //! count that only grows, and the attempt reads how much the count grew while it was
 //! polled, which is its own doing, since a poll runs nothing else on its thread. Once it
 //! grew, the `Retry` will not run the attempt again, so the calls after it in the attempt
-//! retry on their own, as they would outside it. Whole-body attempts need no watch: they
-//! are declared `read_only` or `idempotent`, which vouches that running them again is
-//! safe.
+//! retry on their own, as they would outside it. A `read_only` body's attempt, and a
+//! `Retry` declared read-only, are watched the same way: once a D1 call in them may have
+//! written, they are not run again. Only `idempotent` attempts, which run again whatever
+//! they did, are not watched; they count as a write made in the attempt around them.
 
 use core::future::Future;
 use core::pin::Pin;
@@ -245,25 +246,22 @@ impl<F: Future> Future for Watched<'_, F> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.get_mut();
         let marks = InFlight::mark();
-        let (poll, before) = if this.watch {
-            let guard = Watching::enter(this.wrote);
-            (this.attempt.as_mut().poll(cx), guard.since)
-        } else {
-            let before = SCOPES.with(Cell::get).writes;
-            let _inside = Inside::enter();
-            (this.attempt.as_mut().poll(cx), before)
+        let before = writes();
+        let poll = {
+            let _entered = Entered::attempt(this.watch.then_some(this.wrote));
+            this.attempt.as_mut().poll(cx)
         };
-        this.wrote |= SCOPES.with(Cell::get).writes != before;
+        this.wrote |= writes() != before;
         this.in_flight = this.in_flight.wrapping_add(marks.since());
         poll
     }
 }
 
-/// A whole-body attempt entered for one poll: an `idempotent` one as an attempt that
-/// runs again whatever it did ([`Inside`]); a `read_only` one watched as a `Retry`'s is,
-/// since it is not run again once a D1 call in it may have written (`wrote`: it did so in
-/// an earlier poll), so that the calls after such a write retry on their own, as they
-/// would outside it (a nested `idempotent` function among them).
+/// An attempt entered for one poll (a whole body's, a `Retry`'s): an `idempotent` one as an
+/// attempt that runs again whatever it did ([`Inside`]); any other watched, since it is
+/// not run again once a D1 call in it may have written (`wrote`: it did so in an earlier
+/// poll), so that the calls after such a write retry on their own, as they would outside
+/// it (a nested `idempotent` function among them).
 pub(crate) enum Entered {
     Whole(#[allow(dead_code)] Inside),
     Watched(#[allow(dead_code)] Watching),
@@ -283,18 +281,16 @@ impl Entered {
 /// drops (even if the poll panics).
 pub(crate) struct Watching {
     outer: Option<(u32, bool)>,
-    since: u32,
 }
 
 impl Watching {
-    pub(crate) fn enter(wrote: bool) -> Watching {
+    fn enter(wrote: bool) -> Watching {
         let outer = update(|scopes| Scopes {
             watched: Some((scopes.writes, wrote)),
             ..scopes
         });
         Watching {
             outer: outer.watched,
-            since: outer.writes,
         }
     }
 }
