@@ -483,3 +483,49 @@ async fn futures_bound_by_lets_that_meet_inside_values_compile_and_run_as_writte
     )
     .await;
 }
+
+/// Stored futures whose names are bound again, or used for other values, where a value
+/// must have one type: the name that meets is not the future's, which stays retried.
+/// Names are matched without scopes, so a future is left as written only when its name is
+/// bound by one pattern in the whole body. (A first version of the rule left each of these
+/// reads and the insert as written, and they lost their retries.)
+#[d1_retry(policy = NO_BUDGET)]
+#[allow(clippy::let_and_return)]
+async fn names_reused(db: &D1Database, out: &mut Vec<i64>) -> Result<i64, Error> {
+    let stmt = db.prepare(READ_N);
+    // Shadowed by its result, which is pushed.
+    let row = stmt.first::<Count>(None);
+    let row = n(row.await?);
+    out.push(row);
+    // Reused for another value, which is pushed.
+    let insert = db.prepare("INSERT INTO orders (item) VALUES ('reused')");
+    let r = insert.run();
+    r.await?;
+    let r = 5;
+    out.push(r);
+    // The same name as a loop's variable and a closure's parameter.
+    let each = stmt.first::<Count>(None);
+    let counted = n(each.await?);
+    for each in [1, 2] {
+        out.push(each);
+    }
+    [3, 4].into_iter().for_each(|each| out.push(each));
+    // An arm's value of the same name.
+    let v = stmt.first::<Count>(None);
+    let v = n(v.await?);
+    let chosen = match counted {
+        0 => v,
+        _ => 7,
+    };
+    Ok(row + chosen)
+}
+
+#[tokio::test(start_paused = true)]
+async fn stored_futures_whose_names_meet_as_other_values_stay_retried() {
+    sweep("names reused", |db, _effects| async move {
+        let mut out = Vec::new();
+        let n = names_reused(&db, &mut out).await?;
+        Ok::<_, Error>((n, out))
+    })
+    .await;
+}

@@ -176,3 +176,43 @@ async fn a_page_that_dropped_a_nested_write_retry_in_flight_is_not_run_again() {
     assert_eq!(rows(&db, "orders"), 1, "{result:?}");
     assert!(result.is_err(), "{result:?}");
 }
+
+/// Reads left as written (fanned out into one `Vec`) whose SQL is a constant: judged
+/// read-only when the program compiles, they are not counted as writes, and the
+/// `read_only` page around them still runs again after a later read is lost. (Counted as
+/// writes whatever their SQL, they cost the page its retries.)
+#[d1_retry(policy = NO_BUDGET)]
+// The `Vec` filled by `push` is the shape under test.
+#[allow(clippy::vec_init_then_push)]
+async fn fan_out(db: &D1Database) -> Result<i64, Error> {
+    let stmt = db.prepare(READ_N);
+    let mut futures = Vec::new();
+    futures.push(stmt.first::<Count>(None));
+    futures.push(stmt.first::<Count>(None));
+    let mut total = 0;
+    for each in futures {
+        total += n(each.await?);
+    }
+    Ok(total)
+}
+
+const READ_AUDIT: &str = "SELECT count(*) AS n FROM audit";
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn page_fanned(db: &D1Database) -> Result<i64, Error> {
+    let fanned = fan_out(db).await?;
+    Ok(fanned + n(db.prepare(READ_AUDIT).first::<Count>(None).await?))
+}
+
+#[tokio::test(start_paused = true)]
+async fn reads_left_as_written_do_not_cost_a_read_only_page_its_retries() {
+    let db = database();
+    db.add_fault(
+        Fault::new(Message::NetworkConnectionLost)
+            .after_execution()
+            .when_sql_contains(READ_AUDIT)
+            .times(1),
+    );
+    assert_eq!(page_fanned(&db).await.ok(), Some(0));
+    assert_eq!(calls_with(&db, READ_AUDIT), 2);
+}

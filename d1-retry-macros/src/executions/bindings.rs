@@ -21,6 +21,9 @@ pub(super) fn name(ident: &Ident) -> String {
 #[derive(Default)]
 pub(super) struct Bindings {
     counts: HashMap<String, usize>,
+    /// How often each name is bound by a pattern (a `let`, a parameter, an arm, a closure's
+    /// parameter), assignments not counted.
+    patterns: HashMap<String, usize>,
     /// The body calls a macro as a statement that may bind names out of sight
     /// ([`STATEMENT_MACROS`]): no name counts as bound once.
     opaque: bool,
@@ -31,6 +34,12 @@ impl Bindings {
         *self.counts.entry(name(ident)).or_default() += 1;
     }
 
+    /// A parameter of the function: bound once, by a pattern.
+    pub(super) fn parameter(&mut self, ident: &Ident) {
+        self.bound(ident);
+        *self.patterns.entry(name(ident)).or_default() += 1;
+    }
+
     /// Whether the body binds `ident` anywhere: then it may name a local, even when it is
     /// written like a constant.
     pub(super) fn any(&self, ident: &Ident) -> bool {
@@ -39,6 +48,12 @@ impl Bindings {
 
     pub(super) fn unique(&self, ident: &Ident) -> bool {
         !self.opaque && self.counts.get(&name(ident)) == Some(&1)
+    }
+
+    /// Whether `ident` is bound by one pattern only, though it may be assigned: it names
+    /// one variable throughout the body (`let mut slot = a.run(); slot = b.run();`).
+    pub(super) fn one_variable(&self, ident: &Ident) -> bool {
+        !self.opaque && self.patterns.get(&name(ident)) == Some(&1)
     }
 
     /// Counts every name in a macro's tokens as bound twice: a statement macro may expand
@@ -61,6 +76,7 @@ impl Bindings {
 impl Visit<'_> for Bindings {
     fn visit_pat_ident(&mut self, pat: &syn::PatIdent) {
         self.bound(&pat.ident);
+        *self.patterns.entry(name(&pat.ident)).or_default() += 1;
         visit::visit_pat_ident(self, pat);
     }
 

@@ -110,7 +110,7 @@ pub(crate) struct Found {
 pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Ident]) -> Found {
     let mut bindings = Bindings::default();
     for param in params {
-        bindings.bound(param);
+        bindings.parameter(param);
     }
     bindings.visit_block(block);
     let meeting = if mode == Mode::PerCall {

@@ -160,11 +160,13 @@ pub(crate) fn record_write() {
 }
 
 /// A D1 call a `#[d1_retry]` function left as written (a future that must have one type
-/// with another site's, one returned): made once, not retried, and unless it reads, a
-/// write that an attempt around the function must not make again. Counted as the future
-/// is made, before it runs: once made, it may run.
-pub fn left_as_written() {
-    record_write();
+/// with another site's, one returned), of `access`: made once, not retried, and unless it
+/// reads, a write that an attempt around the function must not make again. Counted as the
+/// future is made, before it runs: once made, it may run.
+pub fn left_as_written(access: Access) {
+    if access != Access::ReadOnly {
+        record_write();
+    }
 }
 
 /// A statement a `read_only` body ran where it could not borrow its attempt's record (an

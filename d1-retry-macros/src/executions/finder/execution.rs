@@ -417,9 +417,10 @@ impl Finder<'_> {
     /// An execution left as written (see `rewritable` in [`execution`](Self::execution)):
     /// D1's own future, made once and not retried. An attempt around the function (a
     /// `read_only` body, a `Retry`) runs it again with the rest of its attempt, so it is
-    /// told, as the future is made, that a write may be made there
-    /// (`scope::left_as_written`), unless its SQL is a literal that reads; the call keeps
-    /// its type (`(told, call).1`).
+    /// told, as the future is made, of the access its SQL was judged to have
+    /// (`scope::left_as_written`: a write unless it reads); the call keeps its type
+    /// (`(told, call).1`). SQL read at run time is not read here: the execution has no
+    /// slot to scan it into, and counts as a write.
     fn left_as_written(
         &self,
         call: &ExprMethodCall,
@@ -439,7 +440,16 @@ impl Finder<'_> {
             return None;
         }
         let private = &self.names.private;
+        let unjudged = statements.sql.is_empty()
+            || statements.scans > 0
+            || !statements.checks.is_empty()
+            || statements.sql.iter().any(|sql| matches!(sql, Sql::Dynamic));
+        let access = if unjudged {
+            quote!(#private::Access::Unseen)
+        } else {
+            self.access(statements, None)
+        };
         let whole = call.span();
-        Some(quote_spanned!(whole=> (#private::left_as_written(), #call).1))
+        Some(quote_spanned!(whole=> (#private::left_as_written(#access), #call).1))
     }
 }

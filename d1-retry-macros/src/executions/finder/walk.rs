@@ -160,7 +160,12 @@ impl Finder<'_> {
             }
             // The initialiser first: executions inside it are its own. A future bound to a
             // name that meets another site's must keep D1's type (`meeting.rs`).
-            let meets = bound_ident(local).is_some_and(|ident| self.meeting.contains(ident));
+            // Only a name bound once (it may be assigned): names are matched without
+            // scopes, and a name bound again (`let row = n(row.await?); out.push(row)`) may
+            // meet as another value.
+            let meets = bound_ident(local).is_some_and(|ident| {
+                self.bindings.one_variable(ident) && self.meeting.contains(ident)
+            });
             if let Some(init) = &mut local.init {
                 self.unify_next = meets;
                 self.visit_expr_mut(&mut init.expr);
