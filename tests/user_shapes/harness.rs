@@ -572,3 +572,14 @@ async fn vouched_wrongly(db: &D1Database) -> Result<(), Error> {
 async fn the_sweep_notices_a_write_sent_again() {
     sweep("control", |db, _| async move { vouched_wrongly(&db).await }).await;
 }
+
+/// The caller got a d1-retry timeout (`TimedOut`, rendered into the caller's error).
+#[track_caller]
+pub fn assert_timed_out<T: Debug, E: Debug + Display>(result: &Result<T, E>, case: &str) {
+    assert!(
+        result
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("D1 call timed out")),
+        "{case}: {result:?}"
+    );
+}

@@ -14,7 +14,7 @@ use d1_retry::testing::{D1Database, Error, Fault, JsValue, Message, Timing};
 use d1_retry::{Retry, RetryPolicy, d1_retry};
 use test_support::calls_with;
 
-use crate::harness::{Count, NO_BUDGET, READ_N, database, hits, n};
+use crate::harness::{Count, NO_BUDGET, READ_N, assert_timed_out, database, hits, n};
 
 const BOUNDED: RetryPolicy = NO_BUDGET
     .with_attempt_timeout(Duration::from_secs(2))
@@ -174,12 +174,7 @@ async fn a_page_cut_during_a_nested_idempotent_write_is_not_run_again() {
             (1, 1),
             "{setter:?}: {result:?}"
         );
-        assert!(
-            result
-                .as_ref()
-                .is_err_and(|e| e.to_string().contains("D1 call timed out")),
-            "{setter:?}: {result:?}"
-        );
+        assert_timed_out(&result, &format!("{setter:?}"));
     }
 }
 

@@ -14,7 +14,8 @@ use d1_retry::{Retry, RetryPolicy, d1_retry};
 use test_support::calls_with;
 
 use crate::harness::{
-    Count, NO_BUDGET, READ_N, count_fails_once_after_running, count_orders, database, n, rows,
+    Count, NO_BUDGET, READ_N, assert_timed_out, count_fails_once_after_running, count_orders,
+    database, n, rows,
 };
 
 const BOUNDED: RetryPolicy = NO_BUDGET
@@ -148,12 +149,7 @@ async fn a_page_cut_while_a_nested_write_retry_is_in_flight_is_not_run_again() {
         (1, 1),
         "{result:?}"
     );
-    assert!(
-        result
-            .as_ref()
-            .is_err_and(|e| e.to_string().contains("D1 call timed out")),
-        "{result:?}"
-    );
+    assert_timed_out(&result, "cut");
 }
 
 /// The insert lands and its answer takes a second; the read beside it fails before it

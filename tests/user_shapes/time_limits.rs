@@ -14,7 +14,7 @@ use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Message};
 use d1_retry::{RetryPolicy, TimedOut, d1_retry};
 
 use crate::harness::{
-    Count, Effects, INSERT_ITEM, Limits, NO_BUDGET, READ_N, hits, n, sweep_timed,
+    Count, Effects, INSERT_ITEM, Limits, NO_BUDGET, READ_N, assert_timed_out, hits, n, sweep_timed,
 };
 
 /// The limits of a policy constant the attribute cannot read: an attempt timeout alone.
@@ -498,12 +498,7 @@ async fn a_read_only_body_cut_during_its_nested_write_is_not_run_again() {
         (1, 1),
         "the nested write ran {rows} times, sent {visits} times; the caller got {result:?} after {took:?}"
     );
-    assert!(
-        result
-            .as_ref()
-            .is_err_and(|e| e.to_string().contains("D1 call timed out")),
-        "{result:?}"
-    );
+    assert_timed_out(&result, "cut");
     assert_eq!(took, Duration::from_secs(2));
 }
 
@@ -537,12 +532,7 @@ async fn a_read_only_body_cut_during_its_nested_timed_write_started_late_is_not_
         (1, 1),
         "the nested write ran {rows} times, sent {visits} times; the caller got {result:?} after {took:?}"
     );
-    assert!(
-        result
-            .as_ref()
-            .is_err_and(|e| e.to_string().contains("D1 call timed out")),
-        "{result:?}"
-    );
+    assert_timed_out(&result, "cut");
     assert!(took <= Duration::from_secs(10), "{took:?}");
 }
 
@@ -612,12 +602,7 @@ async fn a_read_only_body_cut_during_its_nested_kept_write_is_not_run_again() {
         "{result:?}"
     );
     assert_eq!(crate::harness::rows(&db, "audit"), 1, "{result:?}");
-    assert!(
-        result
-            .as_ref()
-            .is_err_and(|e| e.to_string().contains("D1 call timed out")),
-        "{result:?}"
-    );
+    assert_timed_out(&result, "cut");
 }
 
 /// A `read_only` body under a policy constant's limits: each whole attempt is cut at the
