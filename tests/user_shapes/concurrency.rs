@@ -413,10 +413,11 @@ async fn futures_bound_by_lets_that_meet_compile_and_run_as_written() {
 
 /// The same `let`s meeting inside what is made of them: `Some(..)` and tuples in arms,
 /// `Some(..)` and `Box::pin(..)` in a `vec!`, a struct in an array, and a `let` of an
-/// `Option` assigned another, and futures sent on one channel. Each was still E0308 once
-/// bare names were followed.
+/// `Option` assigned another, futures sent on one channel, and futures pushed by the
+/// method's path (`Vec::push(&mut v, ..)`, written at the call or bound first). Each was
+/// still E0308 once bare names were followed (the last until the method's path was read).
 #[d1_retry(policy = NO_BUDGET)]
-#[allow(unused_assignments)]
+#[allow(unused_assignments, clippy::vec_init_then_push)]
 async fn lets_that_meet_wrapped(db: &D1Database, dry: bool) -> Result<i64, Error> {
     struct Pending<F> {
         f: F,
@@ -428,8 +429,10 @@ async fn lets_that_meet_wrapped(db: &D1Database, dry: bool) -> Result<i64, Error
         db.prepare("INSERT INTO orders (item) VALUES ('wrap-4')"),
         db.prepare("INSERT INTO orders (item) VALUES ('wrap-5')"),
         db.prepare("INSERT INTO orders (item) VALUES ('wrap-6')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-7')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('wrap-8')"),
     ];
-    let [w1, w2, w3, w4, w5, w6] = &w;
+    let [w1, w2, w3, w4, w5, w6, w7, w8] = &w;
     let r = db.prepare("SELECT count(*) AS wrap FROM audit");
     let fa = w1.run();
     let fb = r.run();
@@ -468,6 +471,18 @@ async fn lets_that_meet_wrapped(db: &D1Database, dry: bool) -> Result<i64, Error
     tx.send(fn_).unwrap_or_default();
     drop(tx);
     let _ = rx.try_iter().count();
+    let mut pushed = Vec::new();
+    Vec::push(&mut pushed, w7.run());
+    Vec::push(&mut pushed, r.run());
+    let fo = w8.run();
+    let fp = r.run();
+    Vec::push(&mut pushed, fo);
+    <Vec<_>>::push(&mut pushed, fp);
+    for (i, f) in pushed.into_iter().enumerate() {
+        if i % 2 == 0 {
+            f.await?;
+        }
+    }
     Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
 }
 

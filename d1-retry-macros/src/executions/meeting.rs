@@ -11,12 +11,13 @@ use syn::visit::{self, Visit};
 use syn::{Expr, Macro, Stmt};
 
 use super::bindings::name;
-use super::syntax::strip_parens;
+use super::syntax::{method_by_path, strip_parens};
 use super::vocabulary::MacroArguments;
 
 /// The names used where a value must have one type with another: an element of an array
 /// or a `vec!`, an `if`'s or a `match`'s arm value, a method's argument (`futures.push(fa)`,
-/// `tx.send(fa)`), and either side of an assignment (`f = fb;`).
+/// `tx.send(fa)`, `Vec::push(&mut futures, fa)`), and either side of an assignment
+/// (`f = fb;`).
 #[derive(Default)]
 pub(super) struct Meeting {
     names: HashSet<String>,
@@ -92,6 +93,10 @@ impl Visit<'_> for Meeting {
             // them from a method that only runs the future (`metrics.time(fa)`, which then
             // loses its retries rather than fail to compile).
             Expr::MethodCall(call) => call.args.iter().for_each(|e| self.meets(e)),
+            // The same methods called by their path (`Vec::push(&mut v, fa)`).
+            Expr::Call(call) if method_by_path(call) => {
+                call.args.iter().skip(1).for_each(|e| self.meets(e));
+            }
             Expr::Assign(assign) => {
                 self.meets(&assign.left);
                 self.meets(&assign.right);
@@ -173,6 +178,11 @@ mod tests {
                 let _ = if c { ic } else if d { id } else { ie };
                 let _ = match c { 1 => ma, _ => { log(); mb } };
                 futures.push(pa);
+                Vec::push(&mut futures, qa);
+                <Vec<_>>::push(&mut (futures), qb);
+                HashMap::insert(&mut map, key, qc);
+                push_into(&mut futures, free_function_argument);
+                Vec::push(by_value_first, by_value_argument);
                 sa = sb;
                 let _ = if c { untouched_if_without_else };
                 keep(call_argument);
@@ -194,6 +204,9 @@ mod tests {
             "ma",
             "mb",
             "pa",
+            "qa",
+            "qb",
+            "qc",
             "sa",
             "sb",
             "method_argument",
@@ -208,6 +221,9 @@ mod tests {
             "call_argument",
             "tuple_element",
             "statement_tail",
+            "free_function_argument",
+            "by_value_argument",
+            "map",
             "join_all",
             "futures",
             "c",

@@ -261,3 +261,19 @@ pub(super) fn only_tail(block: &mut Block) -> Option<&mut Expr> {
         _ => None,
     }
 }
+
+/// A method called by its path on a place it borrows mutably (`Vec::push(&mut v, fa)`,
+/// `HashMap::insert(&mut m, k, fa)`, `mem::replace(&mut slot, fa)`): what it is handed
+/// after the place is stored there, so it must have the place's type, as a method call's
+/// arguments must (`v.push(fa)`). A free function (`push_into(&mut v, fa)`) is not one:
+/// it may only run what it is handed.
+pub(super) fn method_by_path(call: &syn::ExprCall) -> bool {
+    let Expr::Path(func) = &*call.func else {
+        return false;
+    };
+    let on_a_place = matches!(
+        call.args.first().map(strip_parens),
+        Some(Expr::Reference(reference)) if reference.mutability.is_some()
+    );
+    on_a_place && call.args.len() > 1 && (func.qself.is_some() || func.path.segments.len() > 1)
+}

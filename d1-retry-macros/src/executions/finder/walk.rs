@@ -9,7 +9,9 @@ use syn::{Block, Expr, Local, Macro, Pat, Stmt};
 use super::{Finder, Known, Statements};
 use crate::executions::bindings::name;
 use crate::executions::generated::const_access;
-use crate::executions::syntax::{chosen, statement_like, strip_parens, strip_parens_mut};
+use crate::executions::syntax::{
+    chosen, method_by_path, statement_like, strip_parens, strip_parens_mut,
+};
 use crate::executions::vocabulary::{
     MacroArguments, execution_path, is_execution, is_expression_macro, macro_name,
 };
@@ -282,6 +284,14 @@ impl VisitMut for Finder<'_> {
                 self.visit_expr_mut(&mut call.func);
                 for arg in &mut call.args {
                     self.unify_next = true;
+                    self.visit_expr_mut(arg);
+                }
+            }
+            // `Vec::push(&mut v, a.run())`, which `v.push(a.run())` is (above).
+            Expr::Call(call) if self.mode == Mode::PerCall && method_by_path(call) => {
+                self.visit_expr_mut(&mut call.func);
+                for (i, arg) in call.args.iter_mut().enumerate() {
+                    self.unify_next = i > 0;
                     self.visit_expr_mut(arg);
                 }
             }
