@@ -257,6 +257,84 @@ impl Sqls {
         self.effects.push("session write");
         Ok((a.rows().len() + b.len() + c.len() + d.rows().len()) as i64 + n(e))
     }
+
+    /// SQL handed to `prepare` the way D1's `prepare` takes it, as a generic
+    /// `Into<String>`: the reads are retried by the text each statement holds, and the
+    /// writes (text, and a query type that becomes an `INSERT`) land once.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn generic<S: Into<String>>(
+        &self,
+        read: impl Into<String>,
+        write: S,
+        archive: Archive,
+    ) -> Result<i64, Error> {
+        let before = self.db.prepare(read).first::<Count>(None).await?;
+        self.effects.push("generic read");
+        self.db.prepare(write).run().await?;
+        self.effects.push("generic write");
+        self.db.prepare(archive).run().await?;
+        self.effects.push("archived");
+        let rows = self.rows_of(READ_N).await?;
+        let both = self
+            .db
+            .batch(vec![
+                self.db.prepare(Counted),
+                self.db.prepare(Archive("batched")),
+            ])
+            .await?;
+        self.effects.push("batched");
+        let reads = self
+            .db
+            .batch(vec![self.db.prepare(Counted), self.db.prepare(READ_N)])
+            .await?;
+        self.effects.push("batched reads");
+        // A statement made by a helper, out of sight, beside one in sight.
+        let helped = self
+            .db
+            .batch(vec![counted(&self.db), self.db.prepare(READ_N)])
+            .await?;
+        Ok(n(before) + rows + (both.len() + reads.len() + helped.len()) as i64)
+    }
+
+    /// A helper of the same kind, called from the `read_only` function below.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn rows_of(&self, sql: impl Into<String>) -> Result<i64, Error> {
+        Ok(self.db.prepare(sql).all().await?.rows().len() as i64)
+    }
+
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn rows_twice(&self) -> Result<i64, Error> {
+        let rows = self.rows_of(String::from(READ_N)).await?;
+        self.effects.push("read twice");
+        Ok(rows * 2)
+    }
+}
+
+/// A query type of the user's that `prepare` converts `Into<String>`: what it becomes (an
+/// `INSERT .. SELECT`) is what D1 runs, and the item it shows is no SQL at all.
+struct Archive(&'static str);
+
+/// A read made by a helper: out of the attribute's sight.
+fn counted(db: &D1Database) -> d1_retry::testing::D1PreparedStatement {
+    db.prepare(READ_N)
+}
+
+/// A query type that becomes a read.
+struct Counted;
+
+impl From<Counted> for String {
+    fn from(_: Counted) -> String {
+        READ_N.to_owned()
+    }
+}
+
+impl From<Archive> for String {
+    fn from(archive: Archive) -> String {
+        format!(
+            "INSERT INTO archive (item) SELECT item FROM orders WHERE item = '{}'",
+            archive.0
+        )
+    }
 }
 
 /// One `run` for SQL picked by a `match` (in a local or inside `prepare`'s argument): a
@@ -276,6 +354,26 @@ async fn sql_chosen_by_match_is_judged_by_the_arm_taken() {
         )
         .await;
     }
+}
+
+/// SQL handed to `prepare` as a generic `Into<String>` (`impl Into<String>`, `S:
+/// Into<String>`, a query type): each statement is judged by the text it holds, so its
+/// reads are retried (they lost every retry, even after a failure before D1 ran them, and
+/// a `read_only` function around one was not run again) and its writes land once.
+#[tokio::test(start_paused = true)]
+async fn sql_handed_to_prepare_as_into_string_is_judged_by_the_statement_s_text() {
+    sweep("Into<String>", |db, effects| async move {
+        let sqls = Sqls { db, effects };
+        let written = sqls
+            .generic(
+                READ_N,
+                String::from("INSERT INTO orders (item) VALUES ('generic')"),
+                Archive("generic"),
+            )
+            .await?;
+        Ok::<_, Error>(written + sqls.rows_twice().await?)
+    })
+    .await;
 }
 
 /// SQL built by `format!` is judged at run time, by the text it turned out to be.

@@ -141,6 +141,20 @@ pub(super) struct Statements {
     held_list: bool,
 }
 
+impl Statements {
+    /// Whether their access may be `Access::Unseen` when it is read: a statement out of
+    /// sight, or one whose SQL or `prepare` is judged as it runs.
+    fn may_be_unseen(&self) -> bool {
+        self.scans > 0
+            || !self.checks.is_empty()
+            || !self.known_verdicts.is_empty()
+            || self
+                .sql
+                .iter()
+                .any(|sql| matches!(sql, Sql::Unseen | Sql::Dynamic))
+    }
+}
+
 impl Finder<'_> {
     fn fresh_slot(&mut self, hint: &str) -> Ident {
         self.next_slot += 1;

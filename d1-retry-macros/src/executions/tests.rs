@@ -916,8 +916,9 @@ fn batches_are_read_only_only_if_every_statement_reads() {
 }
 
 /// A batch of a list out of sight reads the list's statements where it begins, awaited
-/// where it is written or stored (from the stored execution's arguments); one in sight
-/// does not.
+/// where it is written or stored (from the stored execution's arguments); one written out
+/// and awaited there, only where its statements' access comes out `Unseen` as it runs (a
+/// statement out of sight in it, SQL that is not text, a `prepare` not vouched for).
 #[test]
 fn a_batch_of_a_list_out_of_sight_reads_its_statements() {
     let reads = |body: &str| {
@@ -928,8 +929,15 @@ fn a_batch_of_a_list_out_of_sight_reads_its_statements() {
     assert_eq!(reads("{ db.batch(helper()?).await }"), 1);
     assert_eq!(reads("{ db.batch((list)).await }"), 1);
     assert_eq!(reads("{ db.batch(vec![stmt; 3]).await }"), 1);
+    let written_out = r#"{ db.batch(vec![db.prepare("SELECT 1")]).await }"#;
+    assert_eq!(reads(written_out), 1);
+    let (_, code) = found_in(written_out, Mode::PerCall, &[]);
+    assert!(
+        code.contains("Access :: Unseen => {"),
+        "read only where the access is unseen: {code}"
+    );
     assert_eq!(
-        reads(r#"{ db.batch(vec![db.prepare("SELECT 1")]).await }"#),
+        reads(r#"{ let f = db.batch(vec![db.prepare("SELECT 1")]); f.await }"#),
         0
     );
     assert_eq!(reads("{ let f = db.batch(statements); f.await }"), 0);
@@ -1291,7 +1299,8 @@ fn invisible_groups_are_seen_through() {
     };
     assert_eq!(observed(quote!(db.prepare("SELECT 1"))), 0);
     assert_eq!(observed(quote!(stmt)), 1);
-    // A batch's list in an invisible group: written out, so not read where it runs.
+    // A batch's list in an invisible group: written out, so not read where it runs in a
+    // `read_only` body, and read per call only where its access comes out unseen.
     let batch = |mode: Mode, list: TokenStream| {
         let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, list);
         let mut block: Block = syn::parse2(quote!({ db.batch(#group).await })).unwrap();
@@ -1302,7 +1311,7 @@ fn invisible_groups_are_seen_through() {
     let read_only = Mode::WholeBody { read_only: true };
     assert!(!batch(read_only, quote!(vec![db.prepare("SELECT 1")])));
     assert!(batch(read_only, quote!(statements)));
-    assert!(!batch(Mode::PerCall, quote!(vec![db.prepare("SELECT 1")])));
+    assert!(batch(Mode::PerCall, quote!(vec![db.prepare("SELECT 1")])));
     assert!(batch(Mode::PerCall, quote!(statements)));
 }
 

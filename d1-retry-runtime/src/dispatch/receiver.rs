@@ -683,7 +683,7 @@ impl<Q: Text + ?Sized> ViaSqlText for &SqlProbe<'_, Q> {
 /// std's text types: what `prepare` makes of them through `Into<String>` (or `exec` through
 /// `&str`) is the text they show. A type of the user's may show one text through
 /// `AsRef<str>` and convert to another (a query type that renders an `INSERT` around the
-/// `SELECT` it holds), so it is not read: it counts as a write.
+/// `SELECT` it holds), so it is not read here ([`ViaSqlOther`]).
 pub trait Text {
     /// The text, as `prepare` and `exec` receive it.
     fn text(&self) -> &str;
@@ -745,8 +745,10 @@ impl<T: Text + ?Sized> Text for &mut T {
     }
 }
 
-/// Picked for anything else handed to `prepare` (an enum or a query type of the user's,
-/// converted `Into<String>`): it is not read, so it counts as a write.
+/// Picked for anything else handed to `prepare` (a generic `impl Into<String>`, an enum or
+/// a query type of the user's): it is not read here. Handed to `exec`, it counts as a
+/// write; to `prepare`, its statement is judged by the text it holds
+/// ([`SqlSlot::scan_prepared`]).
 pub trait ViaSqlOther {
     /// No text to read.
     fn d1_text(&self) -> Option<&str>;
@@ -766,9 +768,16 @@ impl SqlSlot {
     }
 
     /// Scans SQL handed to `prepare`, which D1 sends to SQLite whole (see
-    /// [`is_read_only_prepared`]): text is judged, anything else is a write.
+    /// [`is_read_only_prepared`]): text is judged; anything else (a generic
+    /// `impl Into<String>`, a query type of the user's) leaves the statement out of sight,
+    /// to be judged by the text it holds once `prepare` converted it, which is what D1 runs
+    /// ([`statement_sql`](crate::dispatch::statement_sql); a statement that cannot tell
+    /// its text counts as a write there).
     pub fn scan_prepared(&self, sql: Option<&str>) {
-        self.record(sql.is_some_and(is_read_only_prepared));
+        match sql {
+            Some(sql) => self.record(is_read_only_prepared(sql)),
+            None => self.join(Access::Unseen),
+        }
     }
 }
 
@@ -873,7 +882,7 @@ mod tests {
     }
 
     #[test]
-    fn the_slot_scans_text_and_counts_the_rest_as_writes() {
+    fn the_slot_scans_text_and_leaves_the_rest_to_the_statement_or_a_write() {
         let slot = SqlSlot::new();
         assert_eq!(slot.access(), Access::ReadOnly);
         slot.scan((&&SqlProbe(&"SELECT 1")).d1_text());
@@ -884,9 +893,21 @@ mod tests {
         slot.scan((&&SqlProbe(&"SELECT 3")).d1_text());
         assert_eq!(slot.access(), Access::Write, "a write is never forgotten");
 
+        // Handed to `exec`, what is not text is a write; handed to `prepare`, it leaves the
+        // statement to the text it holds, and no scanned write is forgotten before that.
         let opaque = SqlSlot::new();
         opaque.scan((&&SqlProbe(&42_u32)).d1_text());
         assert_eq!(opaque.access(), Access::Write);
+        let prepared = SqlSlot::new();
+        prepared.scan_prepared((&&SqlProbe(&42_u32)).d1_text());
+        assert_eq!(prepared.access(), Access::Unseen);
+        prepared.scan_prepared((&&SqlProbe(&"SELECT 4")).d1_text());
+        assert_eq!(prepared.access(), Access::Unseen);
+        let prepared = SqlSlot::new();
+        prepared.scan_prepared((&&SqlProbe(&"SELECT 5")).d1_text());
+        assert_eq!(prepared.access(), Access::ReadOnly);
+        prepared.scan_prepared((&&SqlProbe(&"DELETE FROM t")).d1_text());
+        assert_eq!(prepared.access(), Access::Write);
     }
 
     /// Where the access handed to the site is out of sight, the statement's own SQL decides,
@@ -1047,9 +1068,10 @@ mod tests {
         prepared.scan_prepared((&&SqlProbe(&"SELECT 1;\nDELETE FROM t")).d1_text());
         assert_eq!(prepared.access(), Access::Write);
 
+        // Not text: judged by what the statement holds, as one out of sight.
         let opaque = SqlSlot::new();
         opaque.scan_prepared((&&SqlProbe(&42_u32)).d1_text());
-        assert_eq!(opaque.access(), Access::Write);
+        assert_eq!(opaque.access(), Access::Unseen);
 
         let exec = SqlSlot::new();
         exec.scan((&&SqlProbe(&commented)).d1_text());

@@ -84,7 +84,8 @@ impl Finder<'_> {
         // A `batch` of a list out of sight: its one argument is bound (`kept`, or the first
         // of the stored execution's tuple) before the execution begins, so the statements it
         // holds can be read there.
-        let held_list = method == "batch" && statements.held_list;
+        let batch = method == "batch";
+        let held_list = batch && statements.held_list;
         let held = match method.as_str() {
             "batch" => held_list && rewritable,
             "exec" | "dump" => false,
@@ -112,6 +113,19 @@ impl Finder<'_> {
         } else if held_list {
             // Read into `listed` once the stored execution's arguments are made (below).
             listed.to_token_stream()
+        } else if batch && awaited && statements.may_be_unseen() {
+            // A list written out, one of whose statements is out of sight or made of SQL
+            // that is not text: where that leaves the batch `Unseen`, every statement the
+            // list holds is read, as for a list out of sight (the database holds no SQL).
+            let seen = self.access(&statements, Some(&slot));
+            let held = list_access(kept.to_token_stream());
+            let access = Ident::new("__d1_retry_access", Span::mixed_site());
+            quote_spanned! {span=>
+                match #seen {
+                    #private::Access::Unseen => #held,
+                    #access => #access,
+                }
+            }
         } else {
             self.access(&statements, Some(&slot))
         };
