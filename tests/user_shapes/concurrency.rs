@@ -499,6 +499,100 @@ async fn futures_bound_by_lets_that_meet_inside_values_compile_and_run_as_writte
     .await;
 }
 
+/// Places that hold a future and take another's by a storing call: `mem::replace` of a
+/// slot, `Option::replace` by its path and as a method, `Vec::push` by its path through a
+/// `&mut` binding. Each was E0308 (the slot's own future was rewritten, the one handed
+/// over left as written); both are now left as written.
+#[d1_retry(policy = NO_BUDGET)]
+#[allow(clippy::vec_init_then_push)]
+async fn places_that_meet(db: &D1Database) -> Result<i64, Error> {
+    let w = [
+        db.prepare("INSERT INTO orders (item) VALUES ('place-1')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('place-2')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('place-3')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('place-4')"),
+    ];
+    let [w1, w2, w3, w4] = &w;
+    let r = db.prepare("SELECT count(*) AS place FROM audit");
+    let mut current = r.run();
+    let before = std::mem::replace(&mut current, w1.run());
+    drop(before);
+    current.await?;
+    let mut slot = Some(r.run());
+    Option::replace(&mut slot, w2.run());
+    if let Some(f) = slot {
+        f.await?;
+    }
+    let mut other = Some(r.run());
+    other.replace(w3.run());
+    if let Some(f) = other {
+        f.await?;
+    }
+    let mut pushed = Vec::new();
+    let list = &mut pushed;
+    Vec::push(list, w4.run());
+    Vec::push(list, r.run());
+    if let Some(f) = pushed.into_iter().next() {
+        f.await?;
+    }
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
+}
+
+#[tokio::test(start_paused = true)]
+async fn places_that_take_another_future_compile_and_run_as_written() {
+    sweep_leaving(
+        "places that meet",
+        &["('place-"],
+        |db, effects| async move {
+            effects.push("placed");
+            places_that_meet(&db).await
+        },
+    )
+    .await;
+}
+
+/// Functions of a module or of `Self` that take a `&mut` and only run the future they are
+/// handed are no storing methods: the reads handed to them stay retried (a first version
+/// of the rule for methods called by their path left them as written, and they lost their
+/// retries).
+mod metrics {
+    pub async fn timed<F: core::future::Future>(calls: &mut u32, run: F) -> F::Output {
+        *calls += 1;
+        run.await
+    }
+}
+
+struct Timing {
+    db: D1Database,
+    calls: u32,
+}
+
+impl Timing {
+    async fn time<F: Future>(calls: &mut u32, run: F) -> F::Output {
+        *calls += 1;
+        run.await
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn reads(&mut self) -> Result<i64, Error> {
+        let stmt = self.db.prepare(READ_N);
+        let a = metrics::timed(&mut self.calls, stmt.first::<Count>(None)).await?;
+        let stored = stmt.first::<Count>(None);
+        let b = Self::time(&mut self.calls, stored).await?;
+        let c = Self::time(&mut self.calls, stmt.first::<Count>(None)).await?;
+        Ok(n(a) + n(b) + n(c) + i64::from(self.calls))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn reads_handed_to_functions_taking_mut_stay_retried() {
+    sweep("functions taking &mut", |db, effects| async move {
+        effects.push("timed");
+        Timing { db, calls: 0 }.reads().await
+    })
+    .await;
+}
+
 /// Stored futures whose names are bound again, or used for other values, where a value
 /// must have one type: the name that meets is not the future's, which stays retried.
 /// Names are matched without scopes, so a future is left as written only when its name is

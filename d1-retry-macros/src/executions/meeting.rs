@@ -11,13 +11,14 @@ use syn::visit::{self, Visit};
 use syn::{Expr, Macro, Stmt};
 
 use super::bindings::name;
-use super::syntax::{method_by_path, strip_parens};
+use super::syntax::{STORING_METHODS, method_by_path, strip_parens};
 use super::vocabulary::MacroArguments;
 
 /// The names used where a value must have one type with another: an element of an array
 /// or a `vec!`, an `if`'s or a `match`'s arm value, a method's argument (`futures.push(fa)`,
-/// `tx.send(fa)`, `Vec::push(&mut futures, fa)`), and either side of an assignment
-/// (`f = fb;`).
+/// `tx.send(fa)`, and by its path, `Vec::push(&mut futures, fa)`: `method_by_path`), the
+/// slot a storing method or `mem::replace` puts it in (`slot.replace(fb)`), and either
+/// side of an assignment (`f = fb;`).
 #[derive(Default)]
 pub(super) struct Meeting {
     names: HashSet<String>,
@@ -65,6 +66,7 @@ impl Meeting {
             }
             Expr::Call(call) => call.args.iter().for_each(|e| self.meets(e)),
             Expr::Tuple(tuple) => tuple.elems.iter().for_each(|e| self.meets(e)),
+            Expr::Reference(reference) => self.meets(&reference.expr),
             Expr::Array(array) => array.elems.iter().for_each(|e| self.meets(e)),
             Expr::Struct(value) => value.fields.iter().for_each(|f| self.meets(&f.expr)),
             Expr::Block(block) => {
@@ -92,10 +94,18 @@ impl Visit<'_> for Meeting {
             // `Option`'s `replace`, an entry's `or_insert`, and the attribute cannot tell
             // them from a method that only runs the future (`metrics.time(fa)`, which then
             // loses its retries rather than fail to compile).
-            Expr::MethodCall(call) => call.args.iter().for_each(|e| self.meets(e)),
-            // The same methods called by their path (`Vec::push(&mut v, fa)`).
+            Expr::MethodCall(call) => {
+                // What a storing method's receiver holds meets what it is handed
+                // (`slot.replace(fb)` with `let mut slot = Some(fa)`).
+                if STORING_METHODS.contains(&call.method.to_string().as_str()) {
+                    self.meets(&call.receiver);
+                }
+                call.args.iter().for_each(|e| self.meets(e));
+            }
+            // The same methods called by their path, the place among what meets
+            // (`Vec::push(&mut v, fa)`, `mem::replace(&mut slot, fb)`).
             Expr::Call(call) if method_by_path(call) => {
-                call.args.iter().skip(1).for_each(|e| self.meets(e));
+                call.args.iter().for_each(|e| self.meets(e));
             }
             Expr::Assign(assign) => {
                 self.meets(&assign.left);
@@ -182,7 +192,13 @@ mod tests {
                 <Vec<_>>::push(&mut (futures), qb);
                 HashMap::insert(&mut map, key, qc);
                 push_into(&mut futures, free_function_argument);
+                metrics::timed(&mut calls, module_function_argument);
+                Self::time(&mut calls, own_function_argument);
+                Timed::new(label, constructor_argument);
                 Vec::push(by_value_first, by_value_argument);
+                std::mem::replace(&mut replaced, replacement);
+                slot.replace(method_replacement);
+                untouched_receiver.map(mapper);
                 sa = sb;
                 let _ = if c { untouched_if_without_else };
                 keep(call_argument);
@@ -207,6 +223,14 @@ mod tests {
             "qa",
             "qb",
             "qc",
+            "futures",
+            "map",
+            "by_value_first",
+            "by_value_argument",
+            "replaced",
+            "replacement",
+            "slot",
+            "method_replacement",
             "sa",
             "sb",
             "method_argument",
@@ -222,10 +246,11 @@ mod tests {
             "tuple_element",
             "statement_tail",
             "free_function_argument",
-            "by_value_argument",
-            "map",
+            "module_function_argument",
+            "own_function_argument",
+            "constructor_argument",
+            "untouched_receiver",
             "join_all",
-            "futures",
             "c",
         ] {
             assert!(!found.names.contains(name), "{name}");

@@ -262,18 +262,45 @@ pub(super) fn only_tail(block: &mut Block) -> Option<&mut Expr> {
     }
 }
 
-/// A method called by its path on a place it borrows mutably (`Vec::push(&mut v, fa)`,
-/// `HashMap::insert(&mut m, k, fa)`, `mem::replace(&mut slot, fa)`): what it is handed
-/// after the place is stored there, so it must have the place's type, as a method call's
-/// arguments must (`v.push(fa)`). A free function (`push_into(&mut v, fa)`) is not one:
-/// it may only run what it is handed.
+/// Methods that keep what they are handed in their receiver, so that it must have the
+/// type of what the receiver holds: a collection's, an `Option`'s, a cell's.
+pub(super) const STORING_METHODS: [&str; 7] = [
+    "push",
+    "push_back",
+    "push_front",
+    "insert",
+    "replace",
+    "set",
+    "get_or_insert",
+];
+
+/// A method called by its path on a type (`Vec::push(&mut v, fa)`, `Vec::push(v, fa)`,
+/// `<Vec<_>>::push(..)`, `HashMap::insert(&mut m, k, fa)`) where it borrows a place mutably
+/// or is one of the [`STORING_METHODS`], and `mem::replace`/`mem::swap`: what it is handed
+/// is stored with the place, so it must have the place's type, as a method call's
+/// arguments must (`v.push(fa)`). Not a function of a module or of `Self`
+/// (`metrics::timed(&mut n, fa)`, `Self::time(&mut n, fa)`), which may only run what it
+/// is handed, nor a type's function that borrows nothing (`Timed::new(label, fa)`).
 pub(super) fn method_by_path(call: &syn::ExprCall) -> bool {
     let Expr::Path(func) = &*call.func else {
         return false;
     };
+    if call.args.len() < 2 {
+        return false;
+    }
+    let mut names = func.path.segments.iter().rev().map(|s| s.ident.to_string());
+    let (Some(method), owner) = (names.next(), names.next()) else {
+        return false;
+    };
+    let owner = owner.as_deref().unwrap_or_default();
+    if owner == "mem" && matches!(method.as_str(), "replace" | "swap") {
+        return true;
+    }
+    let on_a_type = func.qself.is_some()
+        || (owner != "Self" && owner.starts_with(|c: char| c.is_ascii_uppercase()));
     let on_a_place = matches!(
         call.args.first().map(strip_parens),
         Some(Expr::Reference(reference)) if reference.mutability.is_some()
     );
-    on_a_place && call.args.len() > 1 && (func.qself.is_some() || func.path.segments.len() > 1)
+    on_a_type && (on_a_place || STORING_METHODS.contains(&method.as_str()))
 }
