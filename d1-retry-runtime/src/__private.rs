@@ -26,7 +26,8 @@ pub use crate::retry::driver::{Attempt, Driver, Plan, TimedTurn, Turn};
 pub use crate::retry::execution::{Attempting, Execution, Once, PlainExecution};
 pub use crate::retry::operation::OperationName;
 pub use crate::retry::scope::{
-    left_as_written, nested, record_held, record_sql, record_sql_prepared, scoped,
+    left_as_written, made_statement, nested, record_held, record_sql, record_sql_prepared,
+    record_sql_prepared_text, scoped,
 };
 pub use crate::retry::timed_execution::{TimedAttempting, TimedExecution};
 pub use crate::schedule::timeout::{

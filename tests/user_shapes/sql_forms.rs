@@ -302,6 +302,26 @@ impl Sqls {
         Ok(self.db.prepare(sql).all().await?.rows().len() as i64)
     }
 
+    /// A `read_only` body's own `prepare` of SQL that is not text, in the body and in an
+    /// `async` block: judged by the statement it becomes, so the body is run again after
+    /// a read fails (each counted as a write before, which also logged an error), and not
+    /// after the `INSERT .. SELECT` a query type becomes, which lands once.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn read_only_generic<S: Into<String> + Clone>(
+        &self,
+        read: S,
+        archive: bool,
+    ) -> Result<i64, Error> {
+        let a = self.db.prepare(read.clone()).first::<Count>(None).await?;
+        let b = async { self.db.prepare(Counted).first::<Count>(None).await }.await?;
+        if archive {
+            self.db.prepare(Archive("read only")).run().await?;
+        }
+        let c = self.db.prepare(Counted).all().await?;
+        self.effects.push("read only, generic");
+        Ok(n(a) + n(b) + c.rows().len() as i64)
+    }
+
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn rows_twice(&self) -> Result<i64, Error> {
         let rows = self.rows_of(String::from(READ_N)).await?;
@@ -320,6 +340,7 @@ fn counted(db: &D1Database) -> d1_retry::testing::D1PreparedStatement {
 }
 
 /// A query type that becomes a read.
+#[derive(Clone, Copy)]
 struct Counted;
 
 impl From<Counted> for String {
@@ -374,6 +395,31 @@ async fn sql_handed_to_prepare_as_into_string_is_judged_by_the_statement_s_text(
         Ok::<_, Error>(written + sqls.rows_twice().await?)
     })
     .await;
+}
+
+/// The same in a `read_only` body's own `prepare`: the body is run again after a read
+/// fails, not after a write fails that may have run.
+#[tokio::test(start_paused = true)]
+async fn a_read_only_body_s_own_prepare_of_into_string_is_judged_by_the_statement_s_text() {
+    sweep("read_only Into<String>", |db, effects| async move {
+        Sqls { db, effects }.read_only_generic(READ_N, false).await
+    })
+    .await;
+    // The query type that becomes a write: the body is not run again after it may have
+    // run, and it lands once.
+    let db = crate::harness::database();
+    test_support::lose_once_after_running(&db, "INTO archive");
+    let sqls = Sqls {
+        db: db.clone(),
+        effects: Arc::new(Effects::default()),
+    };
+    assert!(sqls.read_only_generic(READ_N, true).await.is_err());
+    assert_eq!(test_support::calls_with(&db, "INTO archive"), 1);
+    assert_eq!(
+        test_support::calls_with(&db, READ_N),
+        2,
+        "the body was not run again"
+    );
 }
 
 /// SQL built by `format!` is judged at run time, by the text it turned out to be.

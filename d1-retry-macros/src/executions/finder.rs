@@ -48,6 +48,7 @@ pub(super) fn find(
         observes_held: false,
         in_foreign_macro: false,
         beyond_attempt: false,
+        observing_made: false,
         ahead: Vec::new(),
     };
     finder.visit_body(block);
@@ -114,6 +115,11 @@ pub(super) struct Finder<'a> {
     /// task's future) or become a `fn` pointer: a `read_only` body's observation there does
     /// not borrow the attempt's record, it counts on the thread ([`Finder::observed`]).
     beyond_attempt: bool,
+    /// Set while a `read_only` body's `prepare` argument is judged by the caller that hands
+    /// the statement it makes to the runtime's `made_statement`
+    /// ([`whole_body_sql`](Finder::whole_body_sql)): only then may SQL that is not text be
+    /// left to that statement rather than count as a write.
+    observing_made: bool,
     /// Observations to make before the statement being visited: a foreign macro's in
     /// expression position ([`Finder::foreign_macro_observation`]), told as a statement of
     /// its own rather than around the macro, which would end the life of a temporary the

@@ -1042,15 +1042,23 @@ fn whole_body_mode_rewrites_nothing_but_observes_dynamic_sql() {
     );
     assert_eq!(found, ["run as written "]);
     assert!(body.contains("attempt . observe"), "{body}");
-    assert!(!body.contains("d1_site"), "{body}");
+    // The execution is not observed: the statement was made in sight, and only where its
+    // SQL is not text is the statement made observed, as it is made.
+    assert!(!body.contains("d1_site () . observe ("), "{body}");
+    assert_eq!(body.matches("made_statement").count(), 1, "{body}");
+    assert_eq!(
+        body.matches("d1_site () . observe_made (").count(),
+        1,
+        "{body}"
+    );
 
     // In an `async` block or a closure, the record is not borrowed: the thread counts.
     let recorded = |body: &str| {
         let (_, body) = found_in(body, Mode::WholeBody { read_only: true }, &[]);
         [
-            "attempt . observe_prepared (",
+            "attempt . observe_prepared_text (",
             "attempt . observe (",
-            "record_sql_prepared (",
+            "record_sql_prepared_text (",
             "record_sql (",
         ]
         .map(|call| body.matches(call).count())

@@ -477,6 +477,30 @@ impl Retrying {
         }
     }
 
+    /// In a `#[d1_retry(read_only)]` attempt, a statement D1's `prepare` made in sight of
+    /// SQL that is not text (a generic `impl Into<String>`, a query type): `attempt`
+    /// learns whether the SQL it became may write ([`Attempt::observe_held`]), as for a
+    /// statement made out of sight, and where it was made (the text `bind` copies is the
+    /// one its executions run).
+    #[inline(always)]
+    pub fn observe_made<R: D1Receiver + ?Sized>(self, attempt: &Attempt<'_>, statement: &R) {
+        attempt.observe_held(crate::dispatch::statement_sql::read(statement));
+    }
+
+    /// [`observe_made`](Self::observe_made) where the attempt's record cannot be
+    /// borrowed (see [`observe_unborrowed`](Self::observe_unborrowed)).
+    #[inline(always)]
+    pub fn observe_made_unborrowed<R: D1Receiver + ?Sized>(
+        self,
+        statement: &R,
+        operation: OperationName<'_>,
+    ) {
+        crate::retry::scope::record_held(
+            crate::dispatch::statement_sql::read(statement),
+            operation,
+        );
+    }
+
     /// In a `#[d1_retry(read_only)]` attempt, before an execution whose statement the body
     /// did not make in sight: `attempt` learns whether the SQL `receiver` holds may write
     /// ([`Attempt::observe_held`]), so that an attempt that ran such a statement is not run
@@ -533,6 +557,19 @@ fn unseen<C: D1Call>() {
 }
 
 impl Plain {
+    /// A statement that is not D1's, made of SQL that is not text: nothing can be read, so
+    /// it counts as a write (see [`Retrying::observe_made`]).
+    #[inline(always)]
+    pub fn observe_made<R: ?Sized>(self, attempt: &Attempt<'_>, _statement: &R) {
+        attempt.observe_held(Access::Unseen);
+    }
+
+    /// The same (see [`observe_made`](Self::observe_made)).
+    #[inline(always)]
+    pub fn observe_made_unborrowed<R: ?Sized>(self, _statement: &R, operation: OperationName<'_>) {
+        crate::retry::scope::record_held(Access::Unseen, operation);
+    }
+
     /// A call on a receiver that is not D1's: nothing for a `read_only` attempt to learn
     /// from it, but it may reach D1's own call through `Deref`, so the call's output is
     /// judged instead (`unseen_output.rs`).

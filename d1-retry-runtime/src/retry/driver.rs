@@ -468,6 +468,17 @@ impl<'a> Attempt<'a> {
         self.record(sql, sql.is_some_and(is_read_only_prepared));
     }
 
+    /// [`observe_prepared`](Self::observe_prepared) where the statement `prepare` makes is
+    /// handed to [`made_statement`](crate::retry::scope::made_statement): text is judged
+    /// here; SQL that is not text (a generic `impl Into<String>`, a query type) leaves the
+    /// statement to tell what it became (`Retrying::observe_made`).
+    pub fn observe_prepared_text(&self, sql: Option<&str>) {
+        match sql {
+            Some(sql) => self.record(Some(sql), is_read_only_prepared(sql)),
+            None => scope::not_text(),
+        }
+    }
+
     /// Judges SQL a `read_only` body runs but did not write out, by the access of what it
     /// holds when its execution begins: a statement made out of sight (passed in, kept in a
     /// field, returned by a helper; `statement_sql.rs`), or a `batch`'s list collected

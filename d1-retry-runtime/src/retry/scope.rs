@@ -198,6 +198,39 @@ pub fn record_sql_prepared(sql: Option<&str>, operation: OperationName<'_>) {
     }
 }
 
+/// [`record_sql_prepared`] where the statement `prepare` makes is handed to
+/// [`made_statement`] (see
+/// [`Attempt::observe_prepared_text`](crate::retry::driver::Attempt::observe_prepared_text)).
+pub fn record_sql_prepared_text(sql: Option<&str>, operation: OperationName<'_>) {
+    match sql {
+        Some(_) => record_sql_prepared(sql, operation),
+        None => not_text(),
+    }
+}
+
+std::thread_local! {
+    /// Set while a `read_only` body's `prepare` is handed SQL that is not text, until the
+    /// statement it makes reaches [`made_statement`]: the two run one after the other on
+    /// this thread, with no `.await` between them.
+    static NOT_TEXT: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The SQL handed to the `prepare` being called is not text.
+pub(crate) fn not_text() {
+    NOT_TEXT.with(|flag| flag.set(true));
+}
+
+/// The statement a `read_only` body's `prepare` of dynamic SQL made, on its way to the
+/// body: where that SQL was not text, `observe` judges the statement by the SQL it holds
+/// (`Retrying::observe_made`), since the argument could not be read.
+#[inline]
+pub fn made_statement<S, F: FnOnce(&S)>(statement: S, observe: F) -> S {
+    if NOT_TEXT.with(|flag| flag.replace(false)) {
+        observe(&statement);
+    }
+    statement
+}
+
 /// A write a `read_only` body made, logged under `operation` and counted on the thread.
 /// Out of line: the three callers above are inlined into each site.
 #[inline(never)]
@@ -493,5 +526,26 @@ mod tests {
         });
         assert!(caught.is_err());
         assert!(!nested());
+    }
+
+    /// A statement made of SQL that is not text is observed once, by the next
+    /// `made_statement`; one made of text is not (its SQL was judged as it was handed).
+    #[test]
+    fn a_statement_made_of_sql_that_is_not_text_is_observed_once() {
+        let observed = Cell::new(0);
+        let observe = |statement: &&str| {
+            assert_eq!(*statement, "made");
+            observed.set(observed.get() + 1);
+        };
+        assert_eq!(made_statement("made", observe), "made");
+        assert_eq!(observed.get(), 0, "text: nothing left to observe");
+        record_sql_prepared_text(Some("SELECT 1"), OperationName::Named("f"));
+        assert_eq!(made_statement("made", observe), "made");
+        assert_eq!(observed.get(), 0);
+        record_sql_prepared_text(None, OperationName::Named("f"));
+        assert_eq!(made_statement("made", observe), "made");
+        assert_eq!(observed.get(), 1);
+        assert_eq!(made_statement("made", observe), "made");
+        assert_eq!(observed.get(), 1, "observed once");
     }
 }

@@ -21,7 +21,7 @@ use crate::executions::vocabulary::{
     STATEMENT_EXECUTIONS, execution_path, is_expression_macro, may_make_d1_call,
 };
 use crate::pointer_call::{self, PointerCall};
-use crate::sql::Handed;
+use crate::sql::{Handed, Sql};
 
 impl Finder<'_> {
     /// Whether a `read_only` body made the statement `expr` in sight: a `prepare(..)` on a
@@ -50,6 +50,10 @@ impl Finder<'_> {
                     && call.args.len() == 1
                     && !matches!(Database::of(strip_parens(&call.receiver)), Database::Unseen)
             }
+            Expr::Call(call) if is_made_statement(&call.func) => call
+                .args
+                .first()
+                .is_some_and(|made| self.made_in_sight(made)),
             Expr::Call(call) => is_d1_path(&call.func, "prepare") && call.args.len() == 2,
             // Only names bound once are ever sighted (`sighted_binding`).
             Expr::Path(path) if path.qself.is_none() => path
@@ -279,6 +283,13 @@ impl Finder<'_> {
     /// helper's argument) is judged, so that `read_only` is checked against all of it.
     pub(super) fn whole_body_sql(&mut self, expr: &mut Expr) {
         let mut statements = Statements::default();
+        let prepares = match expr {
+            Expr::MethodCall(call) => call.method == "prepare" && call.args.len() == 1,
+            Expr::Call(call) => is_d1_path(&call.func, "prepare") && call.args.len() == 2,
+            _ => false,
+        };
+        // The statement is handed to `made_statement` below wherever its SQL is dynamic.
+        self.observing_made = true;
         match expr {
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
                 if let Some(sql) = call.args.first_mut() {
@@ -299,8 +310,48 @@ impl Finder<'_> {
             }
             _ => {}
         }
+        self.observing_made = false;
         self.observe_prepare(expr);
         self.observe_path_call(expr);
+        // Dynamic SQL in a `read_only` body is observed as it is handed over
+        // (`sql_argument`); where it is not text, by the statement made of it.
+        if prepares
+            && self.mode == (Mode::WholeBody { read_only: true })
+            && matches!(statements.sql.last(), Some(Sql::Dynamic))
+        {
+            self.observe_made(expr);
+        }
+    }
+
+    /// `recv.prepare(sql)` of dynamic `sql`, handed through the runtime's `made_statement`:
+    /// where `sql` was not text (a generic `impl Into<String>`, a query type `prepare`
+    /// converts), the statement made is observed by the SQL it holds
+    /// (`Retrying::observe_made`), as one made out of sight is where it runs, instead of
+    /// counting as a write. A call of the expansion's own, which [`made_in_sight`](Self::made_in_sight)
+    /// sees through.
+    fn observe_made(&mut self, expr: &mut Expr) {
+        let private = &self.names.private;
+        let span = expr.span();
+        let statement = Ident::new("__d1_retry_statement", Span::mixed_site());
+        let site = quote_spanned!(span=> (&&#private::Receiver::of(#statement)).d1_site());
+        let observe = if self.beyond_attempt {
+            let operation = &self.names.operation;
+            quote_spanned!(span=> #site.observe_made_unborrowed(#statement, #operation))
+        } else {
+            let attempt = &self.names.attempt;
+            quote_spanned!(span=> #site.observe_made(#attempt, #statement))
+        };
+        self.observes_held = true;
+        let func: Expr = syn::parse_quote_spanned!(span=> #private::made_statement);
+        let mut args = Punctuated::new();
+        args.push(expr.clone());
+        args.push(Expr::Verbatim(quote_spanned!(span=> |#statement| #observe)));
+        *expr = Expr::Call(syn::ExprCall {
+            attrs: Vec::new(),
+            func: Box::new(func),
+            paren_token: syn::token::Paren(span),
+            args,
+        });
     }
 
     /// The observation of `receiver`'s statement by a call `own` (`calls::Run`, ..): by the
@@ -620,4 +671,13 @@ fn observed_first(observation: TokenStream, value: Expr) -> Expr {
         dot_token: Token![.](span),
         member: syn::Member::Unnamed(syn::Index { index: 1, span }),
     })
+}
+
+/// The runtime's `made_statement` as [`Finder::observe_made`] writes it: a path through the
+/// hidden `__private` module, which the user's code does not name.
+fn is_made_statement(func: &Expr) -> bool {
+    matches!(func, Expr::Path(path)
+        if path.path.segments.len() >= 2
+            && path.path.segments.last().is_some_and(|s| s.ident == "made_statement")
+            && path.path.segments.iter().any(|s| s.ident == "__private"))
 }

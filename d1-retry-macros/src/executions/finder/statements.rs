@@ -366,13 +366,25 @@ impl Finder<'_> {
             (Sql::Dynamic, Mode::WholeBody { read_only: true }) => {
                 // Where the attempt's record cannot be borrowed, counted on the thread (see
                 // `observe_access`).
+                // SQL handed to `prepare` that is not text is judged by the statement it
+                // becomes, where the caller observes it once made (`Finder::observe_made`);
+                // anywhere else it counts as a write.
+                let made_observed = self.observing_made && handed == Handed::Prepare;
+                let named = |base: &str| {
+                    let recorder = handed.recorder(base, span);
+                    if made_observed {
+                        Ident::new(&format!("{recorder}_text"), span)
+                    } else {
+                        recorder
+                    }
+                };
                 let (record, operation) = if self.beyond_attempt {
-                    let record = handed.recorder("record_sql", span);
+                    let record = named("record_sql");
                     let operation = &self.names.operation;
                     (quote!(#private::#record), Some(quote!(, #operation)))
                 } else {
                     let attempt = &self.names.attempt;
-                    let observe = handed.recorder("observe", span);
+                    let observe = named("observe");
                     (quote!(#attempt.#observe), None)
                 };
                 *sql = Expr::Verbatim(scanned(private, sql, &record, operation, span));
