@@ -1,7 +1,7 @@
 //! The verdict, shown where users look: a doc paragraph added to the function, which
 //! rustdoc and an editor's hover display.
 
-use crate::executions::{Execution, Found, Mode};
+use crate::executions::{Execution, Found, Left, Mode};
 use crate::sql::Sql;
 
 /// The paragraph for a function whose executions are `found`; `retries` is the number of
@@ -71,19 +71,36 @@ fn line(execution: &Execution) -> String {
         }
     }
     let what = described.join(", ");
-    let what = if what.is_empty() {
+    // A `dump` reads the whole database: its only "SQL" is its own name.
+    let what = if what.is_empty() || execution.method == "dump" {
         String::new()
     } else {
         format!(" {what}")
     };
     let method = &execution.method;
     if !execution.rewritten {
-        return format!(
-            "`{method}`{what}: not retried (neither awaited where it is written nor called on \
-             a variable or field)"
-        );
+        let why = match execution.left {
+            Left::Meets => {
+                "it must have one type with another site's future, which a retried call's \
+                 cannot"
+            }
+            Left::Outlives => {
+                "returned from the function or made in a `move` closure, it may outlive the \
+                 calls' schedule"
+            }
+            Left::NotAPlace | Left::No => {
+                "neither awaited where it is written nor called on a variable or field"
+            }
+        };
+        return format!("`{method}`{what}: not retried ({why})");
     }
-    format!("`{method}`{what} ({})", verdict(&execution.sql, held))
+    // `first` and `raw` decode the rows: a write's error may be a row's text, so a write
+    // through them is never retried (`Access::DecodedWrite`).
+    let decodes = matches!(method.as_str(), "first" | "raw");
+    format!(
+        "`{method}`{what} ({})",
+        verdict(&execution.sql, held, decodes)
+    )
 }
 
 /// `held`: SQL out of sight is read from the statement when it runs.
@@ -102,7 +119,7 @@ fn describe(sql: &Sql, held: bool) -> String {
     }
 }
 
-fn verdict(sql: &[Sql], held: bool) -> &'static str {
+fn verdict(sql: &[Sql], held: bool, decodes: bool) -> &'static str {
     let all_read = sql.iter().all(|sql| {
         matches!(
             sql,
@@ -122,13 +139,17 @@ fn verdict(sql: &[Sql], held: bool) -> &'static str {
                 }
             )
     });
-    if all_read {
-        "read-only: retried after any transient failure"
-    } else if writes {
-        "may write: retried only when D1 was not reached"
-    } else {
-        "retried after any transient failure if its SQL is read-only, else only when D1 was \
-         not reached"
+    match (all_read, writes, decodes) {
+        (true, _, _) => "read-only: retried after any transient failure",
+        (false, true, false) => "may write: retried only when D1 was not reached",
+        (false, true, true) => "may write: never retried, since its error may be a row's text",
+        (false, false, false) => {
+            "retried after any transient failure if its SQL is read-only, else only when D1 \
+             was not reached"
+        }
+        (false, false, true) => {
+            "retried after any transient failure if its SQL is read-only, else never"
+        }
     }
 }
 
@@ -223,14 +244,23 @@ mod tests {
             method: method.to_owned(),
             sql: vec![Sql::Unseen],
             rewritten,
-            held: rewritten && method == "first",
+            left: if rewritten { Left::No } else { Left::NotAPlace },
+            held: rewritten && matches!(method, "first" | "run"),
         };
         let first = line(&execution("first", true));
         assert!(
             first.contains("read from the statement when it runs"),
             "{first}"
         );
-        assert!(first.contains("if its SQL is read-only"), "{first}");
+        assert!(
+            first.contains("if its SQL is read-only, else never"),
+            "{first}"
+        );
+        let run = line(&execution("run", true));
+        assert!(
+            run.contains("if its SQL is read-only, else only when D1 was not reached"),
+            "{run}"
+        );
         for method in ["batch", "exec"] {
             let batch = line(&execution(method, true));
             assert!(batch.contains("(counted as a write)"), "{batch}");
@@ -244,6 +274,46 @@ mod tests {
         assert!(listed.contains("if its SQL is read-only"), "{listed}");
         let stored = line(&execution("first", false));
         assert!(stored.contains("(counted as a write)"), "{stored}");
+        assert!(stored.contains("neither awaited"), "{stored}");
+    }
+
+    /// A call left as written says why; a write through `first` or `raw` is never retried.
+    #[test]
+    fn each_line_says_why_and_what_a_decoded_write_gets() {
+        let write = crate::sql::judge(
+            &syn::parse_str(r#""INSERT INTO t VALUES (1) RETURNING id""#).unwrap(),
+            crate::sql::Handed::Prepare,
+        );
+        let execution = |method: &str, left: Left| Execution {
+            method: method.to_owned(),
+            sql: vec![write.clone()],
+            rewritten: left == Left::No,
+            left,
+            held: true,
+        };
+        assert!(line(&execution("first", Left::No)).contains("may write: never retried"));
+        assert!(line(&execution("raw", Left::No)).contains("may write: never retried"));
+        assert!(
+            line(&execution("run", Left::No))
+                .contains("may write: retried only when D1 was not reached")
+        );
+        assert!(line(&execution("run", Left::Meets)).contains("one type with another site's"));
+        assert!(line(&execution("run", Left::Outlives)).contains("may outlive"));
+        let dump = Execution {
+            method: "dump".to_owned(),
+            sql: vec![Sql::Literal {
+                text: "dump".to_owned(),
+                read_only: true,
+                span: proc_macro2::Span::call_site(),
+            }],
+            rewritten: true,
+            left: Left::No,
+            held: false,
+        };
+        assert_eq!(
+            line(&dump),
+            "`dump` (read-only: retried after any transient failure)"
+        );
     }
 
     /// A statement bound again to itself in two arms carries its SQL twice: named once.
@@ -259,6 +329,7 @@ mod tests {
             method: "run".to_owned(),
             sql: vec![read("SELECT 1"), read("SELECT 2"), read("SELECT 1")],
             rewritten: true,
+            left: Left::No,
             held: true,
         };
         assert_eq!(

@@ -60,10 +60,27 @@ pub(crate) struct Execution {
     pub(crate) sql: Vec<Sql>,
     /// Whether the call was rewritten to be retried (per-call mode only).
     pub(crate) rewritten: bool,
+    /// Why a call not rewritten was left as written, for the doc paragraph.
+    pub(crate) left: Left,
     /// Whether SQL out of sight is read from the statements when the execution begins: a
     /// statement's own rewritten execution, or a rewritten `batch` of a list out of sight
     /// (`batch_sql.rs`); else it counts as a write.
     pub(crate) held: bool,
+}
+
+/// Why an execution is left as written (not retried), as the doc paragraph tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Left {
+    /// Rewritten, or in a whole-body function, whose body is what runs again.
+    No,
+    /// Neither awaited where it is written nor called on a variable or field.
+    NotAPlace,
+    /// Returned from the function or made in a `move` closure: it may outlive the calls'
+    /// schedule.
+    Outlives,
+    /// It must have one type with another site's future (an arm's value, a `vec!`'s
+    /// element, a future handed to a storing method).
+    Meets,
 }
 
 /// What the expansion's generated code is called and where the runtime is.

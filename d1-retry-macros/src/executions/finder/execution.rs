@@ -10,7 +10,7 @@ use super::{Finder, Statements};
 use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call, with_checks};
 use crate::executions::syntax::{is_place, is_place_expression, statement_like, strip_parens};
-use crate::executions::{Execution, Mode};
+use crate::executions::{Execution, Left, Mode};
 use crate::pointer_call::{self, PointerCall};
 use crate::sql::{Handed, Sql};
 
@@ -43,6 +43,7 @@ impl Finder<'_> {
                 method,
                 sql: statements.sql,
                 rewritten: false,
+                left: Left::No,
                 held: false,
             });
             return observed;
@@ -91,10 +92,20 @@ impl Finder<'_> {
             "exec" | "dump" => false,
             _ => rewritable,
         };
+        let left = if rewritable {
+            Left::No
+        } else if !place {
+            Left::NotAPlace
+        } else if self.in_unifying_position {
+            Left::Meets
+        } else {
+            Left::Outlives
+        };
         self.executions.push(Execution {
             method,
             sql: statements.sql.clone(),
             rewritten: rewritable,
+            left,
             held,
         });
         if !rewritable {
@@ -323,6 +334,7 @@ impl Finder<'_> {
             method: ".await".to_owned(),
             sql: statements.sql.clone(),
             rewritten: true,
+            left: Left::No,
             held: true,
         });
         let access = self.access(&statements, Some(&slot));

@@ -15,7 +15,7 @@ use crate::executions::syntax::{
 use crate::executions::vocabulary::{
     MacroArguments, execution_path, is_execution, is_expression_macro, macro_name,
 };
-use crate::executions::{Execution, Mode};
+use crate::executions::{Execution, Left, Mode};
 use crate::sql::Sql;
 
 impl Finder<'_> {
@@ -462,6 +462,7 @@ impl Finder<'_> {
             method: call.method.to_string(),
             sql: vec![Sql::Unseen],
             rewritten: false,
+            left: Left::Meets,
             held: false,
         });
         // The observed call has the call's own type (see `observed`).
