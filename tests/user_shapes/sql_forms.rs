@@ -422,6 +422,47 @@ async fn a_read_only_body_s_own_prepare_of_into_string_is_judged_by_the_statemen
     );
 }
 
+/// A query rendered lazily, by a closure of the body run inside `prepare`'s conversion,
+/// which prepares (and never runs) a probe statement of its own: that inner `prepare` ends
+/// inside the outer one and must not take its mark. (With one flag for the thread it did:
+/// the outer `INSERT .. SELECT` went unobserved, and a later read's failure ran the body
+/// and the insert again, with `Ok` — helper-43.)
+struct Rendered<F: FnOnce() -> String>(F);
+
+impl<F: FnOnce() -> String> From<Rendered<F>> for String {
+    fn from(rendered: Rendered<F>) -> String {
+        (rendered.0)()
+    }
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn lazily_rendered(db: &D1Database, probe: &str) -> Result<i64, Error> {
+    db.prepare(Rendered(|| {
+        let _probe = db.prepare(probe);
+        String::from("INSERT INTO archive (item) SELECT item FROM orders")
+    }))
+    .run()
+    .await?;
+    Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_query_rendered_by_a_closure_that_prepares_is_still_observed() {
+    let db = crate::harness::database();
+    db.prepare("INSERT INTO orders (item) VALUES ('tea')")
+        .run()
+        .await
+        .unwrap();
+    test_support::lose_once_after_running(&db, READ_N);
+    let result = lazily_rendered(&db, READ_N).await;
+    assert!(
+        result.is_err(),
+        "the body was run again after it wrote: {result:?}"
+    );
+    assert_eq!(test_support::calls_with(&db, "INTO archive"), 1);
+    assert_eq!(test_support::count(&db, "SELECT count(*) FROM archive"), 1);
+}
+
 /// SQL built by `format!` is judged at run time, by the text it turned out to be.
 #[tokio::test(start_paused = true)]
 async fn sql_built_by_format_is_judged_by_the_text_it_builds() {

@@ -477,28 +477,25 @@ impl Retrying {
         }
     }
 
-    /// In a `#[d1_retry(read_only)]` attempt, a statement D1's `prepare` made in sight of
-    /// SQL that is not text (a generic `impl Into<String>`, a query type): `attempt`
-    /// learns whether the SQL it became may write ([`Attempt::observe_held`]), as for a
-    /// statement made out of sight, and where it was made (the text `bind` copies is the
-    /// one its executions run).
+    /// In a `#[d1_retry(read_only)]` attempt, a statement a `prepare` made in sight of SQL
+    /// that is not text (a generic `impl Into<String>`, a query type it converts; see
+    /// `scope::made_statement`): `attempt` learns whether the SQL it became may write
+    /// ([`Attempt::observe_held`]), as for a statement made out of sight, and where it was
+    /// made (the text `bind` copies is the one its executions run).
     #[inline(always)]
     pub fn observe_made<R: D1Receiver + ?Sized>(self, attempt: &Attempt<'_>, statement: &R) {
-        attempt.observe_held(crate::dispatch::statement_sql::read(statement));
+        observe_made(attempt, statement);
     }
 
-    /// [`observe_made`](Self::observe_made) where the attempt's record cannot be
-    /// borrowed (see [`observe_unborrowed`](Self::observe_unborrowed)).
+    /// [`observe_made`](Self::observe_made) where the attempt's record cannot be borrowed
+    /// (see [`observe_unborrowed`](Self::observe_unborrowed)).
     #[inline(always)]
     pub fn observe_made_unborrowed<R: D1Receiver + ?Sized>(
         self,
         statement: &R,
         operation: OperationName<'_>,
     ) {
-        crate::retry::scope::record_held(
-            crate::dispatch::statement_sql::read(statement),
-            operation,
-        );
+        record_made(statement, operation);
     }
 
     /// In a `#[d1_retry(read_only)]` attempt, before an execution whose statement the body
@@ -544,6 +541,20 @@ impl Retrying {
             unseen::<C>();
         }
     }
+}
+
+/// [`Retrying::observe_made`]'s observation: the SQL `statement` holds, read now. Out of line: a
+/// path taken only for SQL that is not text, compiled once per statement type rather than
+/// at every site.
+#[inline(never)]
+fn observe_made<R: D1Receiver + ?Sized>(attempt: &Attempt<'_>, statement: &R) {
+    attempt.observe_held(crate::dispatch::statement_sql::read(statement));
+}
+
+/// [`Retrying::observe_made_unborrowed`]'s observation, counted on the thread.
+#[inline(never)]
+fn record_made<R: D1Receiver + ?Sized>(statement: &R, operation: OperationName<'_>) {
+    crate::retry::scope::record_held(crate::dispatch::statement_sql::read(statement), operation);
 }
 
 /// An execution named `C` on a receiver that is not D1's, or on a D1 type without that call

@@ -469,14 +469,15 @@ impl<'a> Attempt<'a> {
     }
 
     /// [`observe_prepared`](Self::observe_prepared) where the statement `prepare` makes is
-    /// handed to [`made_statement`](crate::retry::scope::made_statement): text is judged
-    /// here; SQL that is not text (a generic `impl Into<String>`, a query type) leaves the
-    /// statement to tell what it became (`Retrying::observe_made`).
+    /// handed to [`made_statement`](scope::made_statement): text is judged here; SQL that
+    /// is not text (a generic `impl Into<String>`, a query type) leaves the statement to
+    /// tell what it became. Either way the `prepare` is marked begun, which
+    /// `made_statement` ends.
     pub fn observe_prepared_text(&self, sql: Option<&str>) {
-        match sql {
-            Some(sql) => self.record(Some(sql), is_read_only_prepared(sql)),
-            None => scope::not_text(),
+        if let Some(sql) = sql {
+            self.record(Some(sql), is_read_only_prepared(sql));
         }
+        scope::prepare_begun(sql.is_none());
     }
 
     /// Judges SQL a `read_only` body runs but did not write out, by the access of what it

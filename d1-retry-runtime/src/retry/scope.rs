@@ -198,26 +198,37 @@ pub fn record_sql_prepared(sql: Option<&str>, operation: OperationName<'_>) {
     }
 }
 
-/// [`record_sql_prepared`] where the statement `prepare` makes is handed to
+/// [`record_sql_prepared`] where the statement `prepare` makes is handed to the site's
 /// [`made_statement`] (see
 /// [`Attempt::observe_prepared_text`](crate::retry::driver::Attempt::observe_prepared_text)).
 pub fn record_sql_prepared_text(sql: Option<&str>, operation: OperationName<'_>) {
-    match sql {
-        Some(_) => record_sql_prepared(sql, operation),
-        None => not_text(),
+    if sql.is_some() {
+        record_sql_prepared(sql, operation);
     }
+    prepare_begun(sql.is_none());
 }
 
 std::thread_local! {
-    /// Set while a `read_only` body's `prepare` is handed SQL that is not text, until the
-    /// statement it makes reaches [`made_statement`]: the two run one after the other on
-    /// this thread, with no `.await` between them.
-    static NOT_TEXT: Cell<bool> = const { Cell::new(false) };
+    /// For each `read_only` body's `prepare` of dynamic SQL begun on this thread and not yet
+    /// handed to [`made_statement`], whether its SQL was not text: a stack, since the
+    /// conversion a `prepare` makes of such SQL is the user's code, which may prepare
+    /// another statement in between (a query type rendered by a closure of the body). Bit
+    /// 0 is the innermost; the depth is how many are pending.
+    static PENDING: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
 }
 
-/// The SQL handed to the `prepare` being called is not text.
-pub(crate) fn not_text() {
-    NOT_TEXT.with(|flag| flag.set(true));
+/// How many pending `prepare`s the stack holds bits for; past it, every statement is
+/// observed until the stack is empty again.
+const DEPTH: u32 = u64::BITS;
+
+/// A `prepare` of dynamic SQL begins; `not_text` if that SQL could not be read. Out of
+/// line, as [`prepare_ended`] is: called at every such site.
+#[inline(never)]
+pub(crate) fn prepare_begun(not_text: bool) {
+    PENDING.with(|pending| {
+        let (bits, depth) = pending.get();
+        pending.set(((bits << 1) | u64::from(not_text), depth.saturating_add(1)));
+    });
 }
 
 /// The statement a `read_only` body's `prepare` of dynamic SQL made, on its way to the
@@ -225,10 +236,23 @@ pub(crate) fn not_text() {
 /// (`Retrying::observe_made`), since the argument could not be read.
 #[inline]
 pub fn made_statement<S, F: FnOnce(&S)>(statement: S, observe: F) -> S {
-    if NOT_TEXT.with(|flag| flag.replace(false)) {
+    if prepare_ended() {
         observe(&statement);
     }
     statement
+}
+
+/// The innermost pending `prepare` made its statement: whether that statement must be
+/// observed ([`made_statement`]). Where the stack cannot tell (none pending, or deeper than
+/// its bits), it must: observing a statement whose text was judged already judges it
+/// again, by its own text.
+#[inline(never)]
+fn prepare_ended() -> bool {
+    PENDING.with(|pending| {
+        let (bits, depth) = pending.get();
+        pending.set((bits >> 1, depth.saturating_sub(1)));
+        depth == 0 || depth > DEPTH || bits & 1 == 1
+    })
 }
 
 /// A write a `read_only` body made, logged under `operation` and counted on the thread.
@@ -528,24 +552,34 @@ mod tests {
         assert!(!nested());
     }
 
-    /// A statement made of SQL that is not text is observed once, by the next
-    /// `made_statement`; one made of text is not (its SQL was judged as it was handed).
+    /// A statement made of SQL that is not text is observed once, when it is made; one made
+    /// of text is not (its SQL was judged as it was handed).
     #[test]
     fn a_statement_made_of_sql_that_is_not_text_is_observed_once() {
-        let observed = Cell::new(0);
-        let observe = |statement: &&str| {
-            assert_eq!(*statement, "made");
-            observed.set(observed.get() + 1);
-        };
-        assert_eq!(made_statement("made", observe), "made");
-        assert_eq!(observed.get(), 0, "text: nothing left to observe");
         record_sql_prepared_text(Some("SELECT 1"), OperationName::Named("f"));
-        assert_eq!(made_statement("made", observe), "made");
-        assert_eq!(observed.get(), 0);
+        assert!(!prepare_ended(), "text: judged as it was handed");
         record_sql_prepared_text(None, OperationName::Named("f"));
-        assert_eq!(made_statement("made", observe), "made");
-        assert_eq!(observed.get(), 1);
-        assert_eq!(made_statement("made", observe), "made");
-        assert_eq!(observed.get(), 1, "observed once");
+        assert!(prepare_ended(), "not text: observed");
+        // A `prepare` begun inside another's conversion (a query type rendered by a
+        // closure that prepares a text) ends first and takes its own mark, not the outer
+        // one's (which a single flag lost: the outer write went unobserved).
+        record_sql_prepared_text(None, OperationName::Named("f"));
+        record_sql_prepared_text(Some("SELECT 1"), OperationName::Named("f"));
+        assert!(!prepare_ended(), "the inner text");
+        assert!(prepare_ended(), "the outer SQL that is not text");
+        // None pending: the statement is observed rather than trusted.
+        assert!(prepare_ended());
+    }
+
+    /// Past the stack's bits, every statement is observed until it is empty again.
+    #[test]
+    fn a_stack_deeper_than_its_bits_observes_every_statement() {
+        for _ in 0..DEPTH + 2 {
+            prepare_begun(false);
+        }
+        let observed = (0..DEPTH + 2).filter(|_| prepare_ended()).count();
+        assert_eq!(observed, 2, "the two past the bits");
+        prepare_begun(false);
+        assert!(!prepare_ended(), "empty again: text is trusted");
     }
 }

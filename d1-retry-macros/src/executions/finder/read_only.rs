@@ -50,10 +50,10 @@ impl Finder<'_> {
                     && call.args.len() == 1
                     && !matches!(Database::of(strip_parens(&call.receiver)), Database::Unseen)
             }
-            Expr::Call(call) if is_made_statement(&call.func) => call
+            Expr::Call(made) if is_made(made) => made
                 .args
                 .first()
-                .is_some_and(|made| self.made_in_sight(made)),
+                .is_some_and(|value| self.made_in_sight(value)),
             Expr::Call(call) => is_d1_path(&call.func, "prepare") && call.args.len() == 2,
             // Only names bound once are ever sighted (`sighted_binding`).
             Expr::Path(path) if path.qself.is_none() => path
@@ -323,16 +323,19 @@ impl Finder<'_> {
         }
     }
 
-    /// `recv.prepare(sql)` of dynamic `sql`, handed through the runtime's `made_statement`:
-    /// where `sql` was not text (a generic `impl Into<String>`, a query type `prepare`
-    /// converts), the statement made is observed by the SQL it holds
+    /// `recv.prepare(sql)` of dynamic `sql`, its statement handed through the runtime's
+    /// `made_statement`: where `sql` was not text (a generic `impl Into<String>`, a query
+    /// type `prepare` converts), the statement is observed by the SQL it holds
     /// (`Retrying::observe_made`), as one made out of sight is where it runs, instead of
-    /// counting as a write. A call of the expansion's own, which [`made_in_sight`](Self::made_in_sight)
-    /// sees through.
+    /// counting as a write. A call of the expansion's own, which
+    /// [`made_in_sight`](Self::made_in_sight) sees through. The observation is a closure
+    /// handed the statement, not a `match` on it: a `prepare` of the user's whose output
+    /// type is inferred from where it goes (`takes(b.prepare(q))`) has it known by the
+    /// time the closure's dispatch is resolved.
     fn observe_made(&mut self, expr: &mut Expr) {
         let private = &self.names.private;
         let span = expr.span();
-        let statement = Ident::new("__d1_retry_statement", Span::mixed_site());
+        let statement = made_statement();
         let site = quote_spanned!(span=> (&&#private::Receiver::of(#statement)).d1_site());
         let observe = if self.beyond_attempt {
             let operation = &self.names.operation;
@@ -342,6 +345,8 @@ impl Finder<'_> {
             quote_spanned!(span=> #site.observe_made(#attempt, #statement))
         };
         self.observes_held = true;
+        // Built as syntax, not parsed from tokens: the statement's expression keeps the
+        // expansion's own `Verbatim` parts, which `made_in_sight` reads.
         let func: Expr = syn::parse_quote_spanned!(span=> #private::made_statement);
         let mut args = Punctuated::new();
         args.push(expr.clone());
@@ -673,11 +678,17 @@ fn observed_first(observation: TokenStream, value: Expr) -> Expr {
     })
 }
 
-/// The runtime's `made_statement` as [`Finder::observe_made`] writes it: a path through the
-/// hidden `__private` module, which the user's code does not name.
-fn is_made_statement(func: &Expr) -> bool {
-    matches!(func, Expr::Path(path)
-        if path.path.segments.len() >= 2
-            && path.path.segments.last().is_some_and(|s| s.ident == "made_statement")
-            && path.path.segments.iter().any(|s| s.ident == "__private"))
+/// The parameter of [`Finder::observe_made`]'s closure.
+fn made_statement() -> Ident {
+    Ident::new("__d1_retry_statement", Span::mixed_site())
+}
+
+/// [`Finder::observe_made`]'s call: the runtime's `made_statement`, reached through the
+/// hidden `__private` module, and handed tokens the expansion made (`Expr::Verbatim`,
+/// which no source the user wrote parses to).
+fn is_made(made: &syn::ExprCall) -> bool {
+    let runtime = matches!(&*made.func, Expr::Path(path)
+        if path.path.segments.last().is_some_and(|s| s.ident == "made_statement")
+            && path.path.segments.iter().any(|s| s.ident == "__private"));
+    runtime && made.args.len() == 2 && matches!(made.args.last(), Some(Expr::Verbatim(_)))
 }
