@@ -195,6 +195,9 @@ mod tests {
                 metrics::timed(&mut calls, module_function_argument);
                 Self::time(&mut calls, own_function_argument);
                 Timed::new(label, constructor_argument);
+                Repo::timed(&mut calls, type_function_argument);
+                <Self>::timed(&mut calls, qualified_function_argument);
+                Poller::drive(&mut driven, 1);
                 Vec::push(by_value_first, by_value_argument);
                 std::mem::replace(&mut replaced, replacement);
                 slot.replace(method_replacement);
@@ -249,9 +252,58 @@ mod tests {
             "module_function_argument",
             "own_function_argument",
             "constructor_argument",
+            "type_function_argument",
+            "qualified_function_argument",
+            "driven",
             "untouched_receiver",
             "join_all",
             "c",
+        ] {
+            assert!(!found.names.contains(name), "{name}");
+        }
+    }
+
+    /// A name that meets passes that on to what its `let` made it of, through each value
+    /// that holds a future (`Some(..)`, a tuple, a struct, a block's value, `vec!`, a
+    /// borrow), and through `let`s in turn; a qualified path is no name.
+    #[test]
+    fn a_meeting_passes_through_lets_to_what_they_were_made_of() {
+        let found = meeting(
+            "{
+                let called = Some(in_call);
+                let tupled = (in_tuple, 1);
+                let built = Pending { f: in_struct };
+                let blocked = { log(); in_block };
+                let listed = vec![in_vec];
+                let borrowed = &in_borrow;
+                let chained = called_again;
+                let called_again = Some(in_chain);
+                let qualified = <T>::CONST;
+                let untouched = Some(not_met);
+                let rendered = my_macro![in_other_macro];
+                let _ = [called, tupled, built, blocked, listed, borrowed, chained, qualified, rendered];
+                helpers::replace(&mut count, module_replace_argument);
+            }",
+        );
+        for name in [
+            "in_call",
+            "in_tuple",
+            "in_struct",
+            "in_block",
+            "in_vec",
+            "in_borrow",
+            "in_chain",
+        ] {
+            let ident = syn::Ident::new(name, proc_macro2::Span::call_site());
+            assert!(found.contains(&ident), "{name}");
+        }
+        for name in [
+            "not_met",
+            "untouched",
+            "CONST",
+            "module_replace_argument",
+            "count",
+            "in_other_macro",
         ] {
             assert!(!found.names.contains(name), "{name}");
         }

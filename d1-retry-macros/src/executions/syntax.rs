@@ -274,13 +274,14 @@ pub(super) const STORING_METHODS: [&str; 7] = [
     "get_or_insert",
 ];
 
-/// A method called by its path on a type (`Vec::push(&mut v, fa)`, `Vec::push(v, fa)`,
-/// `<Vec<_>>::push(..)`, `HashMap::insert(&mut m, k, fa)`) where it borrows a place mutably
-/// or is one of the [`STORING_METHODS`], and `mem::replace`/`mem::swap`: what it is handed
-/// is stored with the place, so it must have the place's type, as a method call's
-/// arguments must (`v.push(fa)`). Not a function of a module or of `Self`
-/// (`metrics::timed(&mut n, fa)`, `Self::time(&mut n, fa)`), which may only run what it
-/// is handed, nor a type's function that borrows nothing (`Timed::new(label, fa)`).
+/// One of the [`STORING_METHODS`] called by its path on a type (`Vec::push(&mut v, fa)`,
+/// `Vec::push(v, fa)`, `<Vec<_>>::push(..)`, `HashMap::insert(&mut m, k, fa)`,
+/// `Option::replace(&mut slot, fb)`), and `mem::replace`/`mem::swap`: what it is handed is
+/// stored with the place, so it must have the place's type, as a method call's arguments
+/// must (`v.push(fa)`). Not any other function, even one that borrows a place mutably
+/// (`Repo::timed(&mut self.calls, fa)`, `metrics::timed(&mut n, fa)`,
+/// `Poller::drive(&mut fa, 1)`): it may only run what it is handed, and a read handed there
+/// stays retried. Nor a function of `Self`, whose name says nothing of what it does.
 pub(super) fn method_by_path(call: &syn::ExprCall) -> bool {
     let Expr::Path(func) = &*call.func else {
         return false;
@@ -298,9 +299,5 @@ pub(super) fn method_by_path(call: &syn::ExprCall) -> bool {
     }
     let on_a_type = func.qself.is_some()
         || (owner != "Self" && owner.starts_with(|c: char| c.is_ascii_uppercase()));
-    let on_a_place = matches!(
-        call.args.first().map(strip_parens),
-        Some(Expr::Reference(reference)) if reference.mutability.is_some()
-    );
-    on_a_type && (on_a_place || STORING_METHODS.contains(&method.as_str()))
+    on_a_type && STORING_METHODS.contains(&method.as_str())
 }
