@@ -78,7 +78,7 @@ fn line(execution: &Execution) -> String {
         format!(" {what}")
     };
     let method = &execution.method;
-    if !execution.rewritten {
+    if !execution.rewritten() {
         let why = match execution.left {
             Left::Meets => {
                 "it must have one type with another site's future, which a retried call's \
@@ -88,7 +88,7 @@ fn line(execution: &Execution) -> String {
                 "returned from the function or made in a `move` closure, it may outlive the \
                  calls' schedule"
             }
-            Left::NotAPlace | Left::No => {
+            Left::NotAPlace | Left::No | Left::WholeBody => {
                 "neither awaited where it is written nor called on a variable or field"
             }
         };
@@ -243,7 +243,6 @@ mod tests {
         let execution = |method: &str, rewritten| Execution {
             method: method.to_owned(),
             sql: vec![Sql::Unseen],
-            rewritten,
             left: if rewritten { Left::No } else { Left::NotAPlace },
             held: rewritten && matches!(method, "first" | "run"),
         };
@@ -287,7 +286,6 @@ mod tests {
         let execution = |method: &str, left: Left| Execution {
             method: method.to_owned(),
             sql: vec![write.clone()],
-            rewritten: left == Left::No,
             left,
             held: true,
         };
@@ -306,7 +304,6 @@ mod tests {
                 read_only: true,
                 span: proc_macro2::Span::call_site(),
             }],
-            rewritten: true,
             left: Left::No,
             held: false,
         };
@@ -328,7 +325,6 @@ mod tests {
         let execution = Execution {
             method: "run".to_owned(),
             sql: vec![read("SELECT 1"), read("SELECT 2"), read("SELECT 1")],
-            rewritten: true,
             left: Left::No,
             held: true,
         };

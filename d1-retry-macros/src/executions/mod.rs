@@ -58,9 +58,8 @@ pub(crate) struct Execution {
     pub(crate) method: String,
     /// The SQL of the statements it runs (a `batch` runs several).
     pub(crate) sql: Vec<Sql>,
-    /// Whether the call was rewritten to be retried (per-call mode only).
-    pub(crate) rewritten: bool,
-    /// Why a call not rewritten was left as written, for the doc paragraph.
+    /// Whether the call was rewritten to be retried, or why it was left as written (for the
+    /// doc paragraph).
     pub(crate) left: Left,
     /// Whether SQL out of sight is read from the statements when the execution begins: a
     /// statement's own rewritten execution, or a rewritten `batch` of a list out of sight
@@ -68,11 +67,14 @@ pub(crate) struct Execution {
     pub(crate) held: bool,
 }
 
-/// Why an execution is left as written (not retried), as the doc paragraph tells it.
+/// Why an execution is left as written (not retried on its own), as the doc paragraph
+/// tells it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Left {
-    /// Rewritten, or in a whole-body function, whose body is what runs again.
+    /// Rewritten to be retried (per-call mode).
     No,
+    /// In a whole-body function, whose body is what runs again.
+    WholeBody,
     /// Neither awaited where it is written nor called on a variable or field.
     NotAPlace,
     /// Returned from the function or made in a `move` closure: it may outlive the calls'
@@ -81,6 +83,13 @@ pub(crate) enum Left {
     /// It must have one type with another site's future (an arm's value, a `vec!`'s
     /// element, a future handed to a storing method).
     Meets,
+}
+
+impl Execution {
+    /// Whether the call was rewritten to be retried (per-call mode only).
+    pub(crate) fn rewritten(&self) -> bool {
+        self.left == Left::No
+    }
 }
 
 /// What the expansion's generated code is called and where the runtime is.

@@ -44,7 +44,7 @@ fn found_in(body: &str, mode: Mode, params: &[&str]) -> (Vec<String>, String) {
                     Sql::Unseen => "unseen",
                 })
                 .collect();
-            let rewritten = if execution.rewritten {
+            let rewritten = if execution.rewritten() {
                 "retried"
             } else {
                 "as written"

@@ -474,8 +474,8 @@ impl<'a> Attempt<'a> {
     /// tell what it became. Either way the `prepare` is marked begun, which
     /// `made_statement` ends.
     pub fn observe_prepared_text(&self, sql: Option<&str>) {
-        if let Some(sql) = sql {
-            self.record(Some(sql), is_read_only_prepared(sql));
+        if sql.is_some() {
+            self.observe_prepared(sql);
         }
         scope::prepare_begun(sql.is_none());
     }

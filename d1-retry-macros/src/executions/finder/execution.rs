@@ -42,8 +42,7 @@ impl Finder<'_> {
             self.executions.push(Execution {
                 method,
                 sql: statements.sql,
-                rewritten: false,
-                left: Left::No,
+                left: Left::WholeBody,
                 held: false,
             });
             return observed;
@@ -104,7 +103,6 @@ impl Finder<'_> {
         self.executions.push(Execution {
             method,
             sql: statements.sql.clone(),
-            rewritten: rewritable,
             left,
             held,
         });
@@ -333,7 +331,6 @@ impl Finder<'_> {
         self.executions.push(Execution {
             method: ".await".to_owned(),
             sql: statements.sql.clone(),
-            rewritten: true,
             left: Left::No,
             held: true,
         });

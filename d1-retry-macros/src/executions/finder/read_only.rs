@@ -283,21 +283,20 @@ impl Finder<'_> {
     /// helper's argument) is judged, so that `read_only` is checked against all of it.
     pub(super) fn whole_body_sql(&mut self, expr: &mut Expr) {
         let mut statements = Statements::default();
-        let prepares = match expr {
-            Expr::MethodCall(call) => call.method == "prepare" && call.args.len() == 1,
-            Expr::Call(call) => is_d1_path(&call.func, "prepare") && call.args.len() == 2,
-            _ => false,
-        };
-        // The statement is handed to `made_statement` below wherever its SQL is dynamic.
+        // The statement a `prepare` makes is handed to `made_statement` below wherever its
+        // SQL is dynamic.
+        let mut prepares = false;
         self.observing_made = true;
         match expr {
             Expr::MethodCall(call) if call.method == "prepare" && call.args.len() == 1 => {
+                prepares = true;
                 if let Some(sql) = call.args.first_mut() {
                     self.sql_argument(sql, Handed::Prepare, None, &mut statements);
                 }
             }
             // `D1Database::prepare(&db, sql)`.
             Expr::Call(call) if is_d1_path(&call.func, "prepare") && call.args.len() == 2 => {
+                prepares = true;
                 if let Some(sql) = call.args.iter_mut().nth(1) {
                     self.sql_argument(sql, Handed::Prepare, None, &mut statements);
                 }

@@ -368,7 +368,7 @@ impl VisitMut for Finder<'_> {
                 self.in_move_closure = outer;
                 self.in_return_position = returned;
                 self.beyond_attempt = beyond;
-                if self.executions[before..].iter().any(|e| e.rewritten) {
+                if self.executions[before..].iter().any(Execution::rewritten) {
                     let call = &self.names.call;
                     let init = &self.names.call_init;
                     block
@@ -391,7 +391,7 @@ impl VisitMut for Finder<'_> {
                 self.beyond_attempt = beyond;
                 if closure.capture.is_some()
                     && closure.asyncness.is_some()
-                    && self.executions[before..].iter().any(|e| e.rewritten)
+                    && self.executions[before..].iter().any(Execution::rewritten)
                 {
                     let call = &self.names.call;
                     let init = &self.names.call_init;
@@ -461,7 +461,6 @@ impl Finder<'_> {
         self.executions.push(Execution {
             method: call.method.to_string(),
             sql: vec![Sql::Unseen],
-            rewritten: false,
             left: Left::Meets,
             held: false,
         });
