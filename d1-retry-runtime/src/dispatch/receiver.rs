@@ -958,6 +958,35 @@ mod tests {
         assert_eq!(prepared.access(), Access::Write);
     }
 
+    /// A statement a `read_only` body's `prepare` made of SQL that is not text is judged by
+    /// the SQL it holds: a write counts in the attempt's record, or on the thread where the
+    /// record cannot be borrowed, and a read does not; one that cannot tell its SQL (not
+    /// D1's) counts as a write either way.
+    #[test]
+    fn a_statement_made_of_sql_that_is_not_text_is_judged_by_what_it_holds() {
+        struct Held(&'static str);
+        impl D1Receiver for Held {
+            fn d1_held_sql_read_only(&self) -> Option<bool> {
+                Some(is_read_only_prepared(self.0))
+            }
+        }
+        let record = Attempt::new(NAME);
+        Retrying.observe_made(&record, &Held("SELECT 1"));
+        assert_eq!(record.dynamic_writes(), 0);
+        Retrying.observe_made(&record, &Held("INSERT INTO t VALUES (1)"));
+        assert_eq!(record.dynamic_writes(), 1);
+        Plain.observe_made(&record, &Unmarked);
+        assert_eq!(record.dynamic_writes(), 2, "nothing to read: a write");
+
+        let on_thread = crate::retry::scope::writes();
+        Retrying.observe_made_unborrowed(&Held("SELECT 1"), NAME);
+        assert_eq!(crate::retry::scope::writes(), on_thread);
+        Retrying.observe_made_unborrowed(&Held("DELETE FROM t"), NAME);
+        assert_eq!(crate::retry::scope::writes(), on_thread.wrapping_add(1));
+        Plain.observe_made_unborrowed(&Unmarked, NAME);
+        assert_eq!(crate::retry::scope::writes(), on_thread.wrapping_add(2));
+    }
+
     /// Where the access handed to the site is out of sight, the statement's own SQL decides,
     /// read where the execution begins; a call the type does not have is never retried.
     #[test]

@@ -840,6 +840,31 @@ mod tests {
         assert_eq!(exec.dynamic_writes(), 1);
     }
 
+    /// Where the statement is handed on to be observed once made, text is judged as it is
+    /// handed, and SQL that is not text is left to the statement: not counted here, but
+    /// marked for `made_statement`, which then observes that statement.
+    #[test]
+    fn prepared_sql_handed_on_leaves_what_is_not_text_to_the_statement() {
+        let record = Attempt::new(OperationName::Named("test"));
+        record.observe_prepared_text(Some("SELECT 1"));
+        assert_eq!(record.dynamic_writes(), 0);
+        assert_eq!(
+            scope::made_statement("text", |_| panic!("observed")),
+            "text"
+        );
+        record.observe_prepared_text(Some("DELETE FROM users"));
+        assert_eq!(record.dynamic_writes(), 1);
+        assert_eq!(
+            scope::made_statement("text", |_| panic!("observed")),
+            "text"
+        );
+        record.observe_prepared_text(None);
+        assert_eq!(record.dynamic_writes(), 1, "left to the statement");
+        let observed = core::cell::Cell::new(false);
+        scope::made_statement("not text", |_| observed.set(true));
+        assert!(observed.get());
+    }
+
     #[test]
     fn the_driver_counts_attempts_waits_on_the_schedule_and_gives_the_budget_back() {
         use crate::fake::{DbError, LOST};
