@@ -334,7 +334,7 @@ impl Finder<'_> {
     fn observe_made(&mut self, expr: &mut Expr) {
         let private = &self.names.private;
         let span = expr.span();
-        let statement = made_statement();
+        let statement = Ident::new("__d1_retry_statement", Span::mixed_site());
         let site = quote_spanned!(span=> (&&#private::Receiver::of(#statement)).d1_site());
         let observe = if self.beyond_attempt {
             let operation = &self.names.operation;
@@ -675,11 +675,6 @@ fn observed_first(observation: TokenStream, value: Expr) -> Expr {
         dot_token: Token![.](span),
         member: syn::Member::Unnamed(syn::Index { index: 1, span }),
     })
-}
-
-/// The parameter of [`Finder::observe_made`]'s closure.
-fn made_statement() -> Ident {
-    Ident::new("__d1_retry_statement", Span::mixed_site())
 }
 
 /// [`Finder::observe_made`]'s call: the runtime's `made_statement`, reached through the
