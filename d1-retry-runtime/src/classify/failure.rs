@@ -82,6 +82,19 @@ impl<'e> Failure<'e> {
     pub fn class(&self) -> FailureClass {
         self.class
     }
+
+    /// A whole-body attempt's failure, where `left` is the class of the last failure a D1
+    /// call within the attempt left to it: the attempt's error only tells that class when
+    /// it carries the D1 call's error. An error that does not
+    /// (`.map_err(|_| AppError::Database)?`) reads as permanent, since its text is not
+    /// D1's, and takes the class of that D1 failure instead; an error that does tells the
+    /// same class. Its text stays the error's own.
+    pub(crate) fn or_left(self, left: Option<FailureClass>) -> Self {
+        match left {
+            Some(class) if self.class == FailureClass::Permanent => Failure { class, ..self },
+            _ => self,
+        }
+    }
 }
 
 impl fmt::Display for Failure<'_> {
@@ -215,6 +228,24 @@ fn from_display<E: fmt::Display>(error: &E) -> Failure<'_> {
 #[allow(clippy::needless_borrow)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_permanent_failure_takes_the_class_left_and_keeps_its_text() {
+        let lossy = "database error";
+        let failure = Failure::from_display(&lossy);
+        assert_eq!(failure.class(), FailureClass::Permanent);
+        assert_eq!(failure.or_left(None).class(), FailureClass::Permanent);
+        let taken = failure.or_left(Some(FailureClass::NotExecuted));
+        assert_eq!(taken.class(), FailureClass::NotExecuted);
+        assert_eq!(taken.to_string(), lossy);
+        let transient = "D1_ERROR: Network connection lost.";
+        let told = Failure::from_display(&transient).or_left(Some(FailureClass::Permanent));
+        assert_eq!(
+            told.class(),
+            FailureClass::MaybeExecuted,
+            "an error that tells decides"
+        );
+    }
 
     #[test]
     fn debug_shows_class_and_text() {

@@ -190,6 +190,9 @@ impl<'a, S: Sleeper> Call<'a, S> {
             scope::record_write();
         }
         let nested = scope::nested();
+        if nested {
+            scope::leave(class);
+        }
         let budget_exhausted = spend_token(self.policy, class, nested);
         let max_attempts = self.policy.max_attempts();
         let event = log::Event {

@@ -14,7 +14,7 @@ use crate::classify::failure::Failure;
 use crate::retry::call::{Call, Limit, race};
 use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
-use crate::retry::scope::{self, Entered, InFlight};
+use crate::retry::scope::{self, Entered, InFlight, Leaving};
 use crate::schedule::timeout::{TimeLimit, TimedOut};
 use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
@@ -32,6 +32,9 @@ pub struct Driver<'a, S: Sleeper> {
     cut: Option<TimeLimit>,
     /// The wait decided after the last failure, made before the next attempt.
     waiting: Option<Pin<Box<S::Sleep>>>,
+    /// The class of the last failure a D1 call within the current attempt left to it
+    /// (`scope::leave`), which decides when the attempt's own error does not say.
+    left: Option<FailureClass>,
 }
 
 impl<'a, S: Sleeper> Driver<'a, S> {
@@ -45,6 +48,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             seed: None,
             cut: None,
             waiting: None,
+            left: None,
         }
     }
 
@@ -133,12 +137,13 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         plan: Plan<'_, '_>,
         classify: for<'e> fn(&'e E) -> Failure<'e>,
     ) -> Option<Result<T, E>> {
+        let left = self.left.take();
         match result {
             Ok(value) => {
                 self.succeeded();
                 Some(Ok(value))
             }
-            Err(error) => match self.next_delay(&classify(&error), plan.access()) {
+            Err(error) => match self.next_delay(&classify(&error).or_left(left), plan.access()) {
                 Some(delay) => {
                     self.wait_before_next(delay);
                     None
@@ -212,6 +217,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     /// After `limit` cut the attempt: `None` when it is run again, after the wait now
     /// scheduled; else the timeout to hand the caller.
     fn after_cut(&mut self, limit: Limit, access: Access) -> Option<TimedOut> {
+        self.left = None;
         let timed_out = TimedOut::new(limit.limit, limit.reported, self.call.operation());
         self.cut = Some(limit.limit);
         let failure = Failure::with_class(FailureClass::MaybeExecuted, &timed_out);
@@ -261,7 +267,7 @@ where
         // `poll` for its attempt, not two.
         // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
         let attempt = unsafe { Pin::new_unchecked(&mut this.attempt) };
-        match poll_inside(this.plan, attempt, cx) {
+        match poll_inside(this.plan, attempt, &mut this.driver.left, cx) {
             Poll::Ready(result) => Poll::Ready(this.driver.after(result, this.plan, this.classify)),
             Poll::Pending => Poll::Pending,
         }
@@ -310,7 +316,9 @@ where
             limit => {
                 // SAFETY: see above.
                 let attempt = unsafe { Pin::new_unchecked(&mut turn.attempt) };
-                if let Poll::Ready(result) = poll_inside(turn.plan, attempt, cx) {
+                if let Poll::Ready(result) =
+                    poll_inside(turn.plan, attempt, &mut turn.driver.left, cx)
+                {
                     return Poll::Ready(turn.driver.after(result, turn.plan, turn.classify));
                 }
                 // SAFETY: see above.
@@ -406,12 +414,14 @@ impl Plan<'_, '_> {
 }
 
 /// Polls a whole-body attempt inside the scope that keeps the D1 calls within from
-/// retrying on their own, and tells `plan` of a write made within it
-/// (`Plan::after_poll`): the one poll of [`Turn`] and [`TimedTurn`].
+/// retrying on their own, tells `plan` of a write made within it (`Plan::after_poll`),
+/// and keeps in `left` the class of the last failure such a call left to it: the one poll
+/// of [`Turn`] and [`TimedTurn`].
 #[inline(always)]
 fn poll_inside<F: Future>(
     plan: Plan<'_, '_>,
     attempt: Pin<&mut F>,
+    left: &mut Option<FailureClass>,
     cx: &mut Context<'_>,
 ) -> Poll<F::Output> {
     let writes = scope::writes();
@@ -422,7 +432,12 @@ fn poll_inside<F: Future>(
     };
     let poll = {
         let _entered = Entered::attempt(watched);
-        attempt.poll(cx)
+        let leaving = Leaving::enter();
+        let poll = attempt.poll(cx);
+        if let Some(class) = leaving.end() {
+            *left = Some(class);
+        }
+        poll
     };
     plan.after_poll(writes, marks);
     poll

@@ -29,6 +29,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::cell::Cell;
 
+use crate::FailureClass;
 use crate::log;
 use crate::read_only::{is_read_only, is_read_only_prepared};
 use crate::retry::decide::Access;
@@ -52,6 +53,11 @@ struct Scopes {
     /// [`writes`](Self::writes) saw. Both wrap; only differences are read.
     begun: u32,
     settled: u32,
+    /// The class of the last failure a D1 call left to the attempt around it
+    /// ([`leave`]) while that attempt is polled: the attempt's own error may not say
+    /// (`.map_err(|_| AppError::Database)?`). Each poll of a whole-body attempt reads it
+    /// through a [`Leaving`] guard.
+    left: Option<FailureClass>,
 }
 
 std::thread_local! {
@@ -62,6 +68,7 @@ std::thread_local! {
             writes: 0,
             begun: 0,
             settled: 0,
+            left: None,
         })
     };
 }
@@ -396,6 +403,47 @@ impl Drop for Inside {
     }
 }
 
+/// A D1 call failed inside an attempt that decides for it ([`nested`]): `class` is what
+/// the failure may have done, for that attempt to read if its own error does not say.
+pub(crate) fn leave(class: FailureClass) {
+    update(|scopes| Scopes {
+        left: Some(class),
+        ..scopes
+    });
+}
+
+/// The failures left ([`leave`]) during one poll of a whole-body attempt, kept apart from
+/// those of the attempt around it: entering clears the slot, [`end`](Self::end) reads it
+/// and both, or a drop in a panic, set back the enclosing attempt's.
+pub(crate) struct Leaving {
+    outer: Option<FailureClass>,
+}
+
+impl Leaving {
+    pub(crate) fn enter() -> Leaving {
+        let outer = update(|scopes| Scopes {
+            left: None,
+            ..scopes
+        });
+        Leaving { outer: outer.left }
+    }
+
+    /// The class of the last failure left during the poll, if one was.
+    pub(crate) fn end(self) -> Option<FailureClass> {
+        SCOPES.with(Cell::get).left
+    }
+}
+
+impl Drop for Leaving {
+    fn drop(&mut self) {
+        let outer = self.outer;
+        update(|scopes| Scopes {
+            left: outer,
+            ..scopes
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +556,32 @@ mod tests {
         let watched = Watched::new(attempt.as_mut(), true);
         assert_eq!(poll_once(watched), Poll::Ready((true, false)));
         assert!(!nested());
+    }
+
+    #[test]
+    fn each_attempt_reads_the_last_failure_left_in_its_own_polls() {
+        let left = || SCOPES.with(Cell::get).left;
+        leave(FailureClass::NotExecuted);
+        let outer = Leaving::enter();
+        assert_eq!(left(), None, "entering clears the slot");
+        leave(FailureClass::MaybeExecuted);
+        let inner = Leaving::enter();
+        leave(FailureClass::NotExecuted);
+        leave(FailureClass::Permanent);
+        assert_eq!(inner.end(), Some(FailureClass::Permanent), "the last one");
+        assert_eq!(
+            left(),
+            Some(FailureClass::MaybeExecuted),
+            "the outer's, set back"
+        );
+        assert_eq!(outer.end(), Some(FailureClass::MaybeExecuted));
+        assert_eq!(left(), Some(FailureClass::NotExecuted));
+        let quiet = Leaving::enter();
+        assert_eq!(quiet.end(), None);
+        update(|scopes| Scopes {
+            left: None,
+            ..scopes
+        });
     }
 
     #[test]
