@@ -270,6 +270,34 @@ mod own {
     }
 }
 
+/// Types of the project's named like D1's database and session, holding one: their
+/// `prepare` archives the rows it is handed to select, and so does the database's `exec`.
+mod named {
+    use d1_retry::testing::{D1ExecResult, D1PreparedStatement, Error};
+
+    pub struct D1Database(pub d1_retry::testing::D1Database);
+
+    impl D1Database {
+        pub fn prepare(&self, select: &str) -> D1PreparedStatement {
+            super::prepare(&self.0, select)
+        }
+
+        pub async fn exec(&self, select: &str) -> Result<D1ExecResult, Error> {
+            self.0
+                .exec(&format!("INSERT INTO archive (item) {select}"))
+                .await
+        }
+    }
+
+    pub struct D1DatabaseSession(pub d1_retry::testing::D1Database);
+
+    impl D1DatabaseSession {
+        pub fn prepare(&self, select: &str) -> D1PreparedStatement {
+            super::prepare(&self.0, select)
+        }
+    }
+}
+
 /// A query type of the project's: it shows the `SELECT` it holds through `AsRef<str>`, and
 /// converts into the `INSERT` that archives the rows it selects.
 struct Archiving(&'static str);
@@ -559,6 +587,67 @@ impl Repo {
     }
 }
 
+/// `read_only` bodies that archive through a type named like D1's (`named`), then read:
+/// whatever the path says, the type's `prepare` and `exec` are probed as a method's
+/// receiver is, so the body is not run again once they ran.
+impl Repo {
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn named_by_path(&self, mine: &named::D1Database) -> Result<Option<Count>, Error> {
+        named::D1Database::prepare(mine, "SELECT item FROM orders")
+            .run()
+            .await?;
+        self.db.prepare(READ).first(None).await
+    }
+
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn named_by_qualified_path(
+        &self,
+        mine: &named::D1Database,
+    ) -> Result<Option<Count>, Error> {
+        <named::D1Database>::prepare(mine, "SELECT item FROM orders")
+            .run()
+            .await?;
+        self.db.prepare(READ).first(None).await
+    }
+
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn named_by_path_bound(&self, mine: &named::D1Database) -> Result<Option<Count>, Error> {
+        let archive = named::D1Database::prepare(mine, "SELECT item FROM orders");
+        archive.run().await?;
+        self.db.prepare(READ).first(None).await
+    }
+
+    #[d1_retry(read_only, policy = NO_BUDGET, attempt_timeout_ms = 1000)]
+    async fn named_session_by_path(
+        &self,
+        mine: &named::D1DatabaseSession,
+    ) -> Result<Option<Count>, Error> {
+        named::D1DatabaseSession::prepare(mine, "SELECT item FROM orders")
+            .run()
+            .await?;
+        self.db.prepare(READ).first(None).await
+    }
+
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn named_exec_by_path(&self, mine: &named::D1Database) -> Result<Option<Count>, Error> {
+        named::D1Database::exec(mine, "SELECT item FROM orders").await?;
+        self.db.prepare(READ).first(None).await
+    }
+
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn named_exec(&self, mine: &named::D1Database) -> Result<Option<Count>, Error> {
+        mine.exec("SELECT item FROM orders").await?;
+        self.db.prepare(READ).first(None).await
+    }
+
+    /// D1's own, by their paths: the body reads, and is run again.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn d1_by_path(&self) -> Result<Option<Count>, Error> {
+        D1Database::exec(&self.db, "SELECT 1").await?;
+        D1Database::prepare(&self.db, READ).first(None).await
+    }
+}
+
 fn seeded() -> Repo {
     let db = test_support::orders_with_archive();
     let archive = Archive { db: db.clone() };
@@ -758,4 +847,43 @@ async fn a_database_moved_or_borrowed_by_its_statement_is_probed_first() {
     };
     assert_eq!(order.count().await.unwrap(), Some(Count { n: 1 }));
     assert_eq!(repo.db.calls().len(), 2, "the read was made again");
+}
+
+/// A `read_only` body's `prepare` or `exec` through a type named like D1's, by its path or
+/// as a method: the archive's insert ran once, and the read after it that failed after it
+/// ran is not made again with the body; D1's own, by their paths, keep the body retried.
+#[tokio::test(start_paused = true)]
+async fn a_read_only_body_probes_a_type_named_like_d1_s_by_its_path() {
+    type Named = for<'r> fn(
+        &'r Repo,
+        &'r named::D1Database,
+        &'r named::D1DatabaseSession,
+    ) -> core::pin::Pin<
+        Box<dyn Future<Output = Result<Option<Count>, Error>> + 'r>,
+    >;
+    let methods: [(&str, Named); 6] = [
+        ("path", |r, m, _| Box::pin(r.named_by_path(m))),
+        ("qualified path", |r, m, _| {
+            Box::pin(r.named_by_qualified_path(m))
+        }),
+        ("path, bound", |r, m, _| Box::pin(r.named_by_path_bound(m))),
+        ("session's path, timed", |r, _, s| {
+            Box::pin(r.named_session_by_path(s))
+        }),
+        ("exec's path", |r, m, _| Box::pin(r.named_exec_by_path(m))),
+        ("exec", |r, m, _| Box::pin(r.named_exec(m))),
+    ];
+    for (shape, method) in methods {
+        let repo = seeded();
+        let mine = named::D1Database(repo.db.clone());
+        let session = named::D1DatabaseSession(repo.db.clone());
+        lose_once_after_running(&repo, READ);
+        assert!(method(&repo, &mine, &session).await.is_err(), "{shape}");
+        assert_eq!(archived(&repo), 1, "{shape}: the insert landed once");
+    }
+
+    let repo = seeded();
+    lose_once_after_running(&repo, READ);
+    assert_eq!(repo.d1_by_path().await.unwrap(), Some(Count { n: 1 }));
+    assert_eq!(repo.db.calls().len(), 4, "the body was run again");
 }

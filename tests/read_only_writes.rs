@@ -164,9 +164,18 @@ enum Shape {
     /// Its execution's path handed on as a function:
     /// `join_all(statements.iter().map(D1PreparedStatement::run))`.
     PathMapped,
+    /// Awaited itself as a block's value: `{ let kept = ..; kept.clone() }.await`.
+    AwaitedBlock,
+    /// Awaited itself as a macro's: `statement_of!(self).await`.
+    AwaitedMacro,
+    /// Bound, and handed to a function of the user's that awaits what it is given:
+    /// `awaited(self.statement.clone().bind(&[])?)`.
+    HandedBound,
+    /// The same, handed as a block's value: `awaited({ let kept = ..; kept.clone() })`.
+    HandedBlock,
 }
 
-const SHAPES: [Shape; 16] = [
+const SHAPES: [Shape; 20] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -183,7 +192,24 @@ const SHAPES: [Shape; 16] = [
     Shape::AwaitedHelper,
     Shape::ByPath,
     Shape::PathMapped,
+    Shape::AwaitedBlock,
+    Shape::AwaitedMacro,
+    Shape::HandedBound,
+    Shape::HandedBlock,
 ];
+
+/// A statement the macro's caller keeps: what the attribute sees is the macro's call.
+macro_rules! statement_of {
+    ($kept:expr) => {
+        $kept.statement.clone()
+    };
+}
+
+/// Awaits what it is handed, as `tokio::time::timeout` or a metrics wrapper of the user's
+/// would: a statement handed to it runs there.
+async fn awaited<F: IntoFuture>(future: F) -> F::Output {
+    future.await
+}
 
 /// What a statement's `run` returns, boxed, for a `fn` pointer to name.
 type Running<'s> = Pin<Box<dyn Future<Output = Result<D1Result, Error>> + 's>>;
@@ -268,6 +294,26 @@ impl Kept {
                     ran?;
                 }
             }
+            Shape::AwaitedBlock => {
+                {
+                    let kept = &self.statement;
+                    kept.clone()
+                }
+                .await?;
+            }
+            Shape::AwaitedMacro => {
+                statement_of!(self).await?;
+            }
+            Shape::HandedBound => {
+                awaited(self.statement.clone().bind(&[])?).await?;
+            }
+            Shape::HandedBlock => {
+                awaited({
+                    let kept = &self.statement;
+                    kept.clone()
+                })
+                .await?;
+            }
         }
         orders(&self.db).await
     }
@@ -316,6 +362,27 @@ impl Kept {
                 for ran in join_all(statements.iter().map(run)).await {
                     ran?;
                 }
+            }
+            Shape::AwaitedBlock => {
+                {
+                    let kept = &self.statement;
+                    kept.clone()
+                }
+                .await?;
+            }
+            Shape::HandedBlock => {
+                awaited({
+                    let kept = &self.statement;
+                    kept.clone()
+                })
+                .await?;
+            }
+            Shape::AwaitedMacro => {
+                statement_of!(self).await?;
+            }
+            Shape::HandedBound => {
+                let kept = &self.statement;
+                awaited(kept.clone().bind(&[])?).await?;
             }
         }
         orders(&self.db).await

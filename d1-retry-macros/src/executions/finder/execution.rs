@@ -34,8 +34,16 @@ impl Finder<'_> {
                 self.sql_argument(arg, Handed::Exec, None, &mut statements);
             }
             // Under `read_only`, a statement the body did not make in sight is judged by
-            // the SQL it holds, as its execution begins, and so is a batch's list.
-            let observed = self.observes(call).then(|| self.observed(call, awaited));
+            // the SQL it holds, as its execution begins, and so is a batch's list; an
+            // `exec` of a receiver that is not D1's database may write whatever its text.
+            let mut observed = self.observes(call).then(|| self.observed(call, awaited));
+            if method == "exec" {
+                let mut exec = Expr::MethodCall(call.clone());
+                if self.observe_prepare(&mut exec) {
+                    let awaiting = awaited.then(|| quote_spanned!(span=> .await));
+                    observed = Some(quote!(#exec #awaiting));
+                }
+            }
             if method == "batch" {
                 self.observe_list(call);
             }

@@ -393,12 +393,18 @@ impl Finder<'_> {
     /// call) leaves the statement out of sight ([`made_in_sight`](Self::made_in_sight)),
     /// read where it runs. On D1's own `prepare` the probe is a constant read-only access,
     /// and the observation nothing.
-    pub(super) fn observe_prepare(&self, expr: &mut Expr) {
+    pub(super) fn observe_prepare(&self, expr: &mut Expr) -> bool {
+        if let Expr::Call(call) = expr {
+            return self.observe_prepare_by_path(call);
+        }
         let Expr::MethodCall(call) = expr else {
-            return;
+            return false;
         };
-        if !self.observing() || call.method != "prepare" || call.args.len() != 1 {
-            return;
+        if !self.observing()
+            || !(call.method == "prepare" || call.method == "exec")
+            || call.args.len() != 1
+        {
+            return false;
         }
         let private = &self.names.private;
         let span = call.receiver.span();
@@ -421,6 +427,7 @@ impl Finder<'_> {
                 };
                 let observe = probe(receiver);
                 *expr = observed_first(observe, expr.clone());
+                true
             }
             Database::Value => {
                 let value = Ident::new("__d1_retry_database", Span::mixed_site());
@@ -431,9 +438,44 @@ impl Finder<'_> {
                         #value => (#observe, #value).1
                     })
                 });
+                true
             }
-            Database::Unseen => {}
+            Database::Unseen => false,
         }
+    }
+
+    /// [`observe_prepare`](Self::observe_prepare) of `D1Database::prepare(&db, sql)` or
+    /// `D1Database::exec(&db, sql)`: the path names a type `D1Database` (or
+    /// `D1DatabaseSession`), which may be a type of the user's by that name, so its first
+    /// argument, the database, is probed as a method's receiver is, moved through a `match`
+    /// on its way to the call (a reference, which the call takes by value anyway).
+    fn observe_prepare_by_path(&self, call: &mut syn::ExprCall) -> bool {
+        if !self.observing()
+            || call.args.len() != 2
+            || !(is_d1_path(&call.func, "prepare") || is_d1_path(&call.func, "exec"))
+        {
+            return false;
+        }
+        let Some(database) = call.args.first_mut() else {
+            return false;
+        };
+        let private = &self.names.private;
+        let span = database.span();
+        let value = Ident::new("__d1_retry_database", Span::mixed_site());
+        let access = quote_spanned! {span=>
+            {
+                #[allow(unused_imports)]
+                use #private::{ViaD1Prepare as _, ViaOtherPrepare as _};
+                (&&#private::Receiver::of(#value)).d1_prepare()
+            }
+        };
+        let observe = self.observe_access(access, span);
+        *database = Expr::Verbatim(quote_spanned! {span=>
+            (match #database {
+                #value => (#observe, #value).1
+            })
+        });
+        true
     }
 
     /// In a `read_only` body, `base.await` on what may be a statement made out of sight (a
@@ -449,12 +491,10 @@ impl Finder<'_> {
             return None;
         }
         match strip_parens(base) {
-            // A `Verbatim` was rewritten here already (an observed `into_future()`).
-            Expr::Async(_)
-            | Expr::Block(_)
-            | Expr::Macro(_)
-            | Expr::Closure(_)
-            | Expr::Verbatim(_) => return None,
+            // A `Verbatim` was rewritten here already (an observed `into_future()`). A block
+            // or a macro is observed as any other value: what it gives may be a statement
+            // (`{ stmt.clone() }.await`, `stmt_of!(db, sql).await`).
+            Expr::Async(_) | Expr::Closure(_) | Expr::Verbatim(_) => return None,
             // `D1PreparedStatement::run(&stmt).await`: its statement was observed as the
             // call began (`observe_path_call`).
             Expr::Call(call) if execution_path(&call.func).is_some() => return None,
@@ -471,6 +511,18 @@ impl Finder<'_> {
     /// [`observed_hand_over`](Self::observed_hand_over)). Nothing is observed of a value
     /// that is not D1's statement.
     fn handed_over(&mut self, value: &Expr) -> TokenStream {
+        // A block's value is observed where the block gives it, so that no block is a
+        // `match`'s scrutinee, which clippy would lay at the user's door.
+        if let Expr::Block(block) = strip_parens(value)
+            && let Some(syn::Stmt::Expr(tail, None)) = block.block.stmts.last()
+        {
+            let tail = Expr::Verbatim(self.handed_over(tail));
+            let mut block = block.clone();
+            if let Some(last) = block.block.stmts.last_mut() {
+                *last = syn::Stmt::Expr(tail, None);
+            }
+            return block.into_token_stream();
+        }
         self.observes_held = true;
         let private = &self.names.private;
         let span = value.span();
@@ -497,6 +549,7 @@ impl Finder<'_> {
             return;
         }
         match strip_parens(value) {
+            _ if hands_a_statement_on(value) => {}
             Expr::Async(_)
             | Expr::Block(_)
             | Expr::Macro(_)
@@ -504,14 +557,6 @@ impl Finder<'_> {
             | Expr::Verbatim(_)
             | Expr::Reference(_)
             | Expr::Lit(_) => return,
-            Expr::MethodCall(call)
-                if (call.method == "clone" || call.method == "to_owned")
-                    && call.args.is_empty() => {}
-            Expr::Call(call)
-                if call.args.len() == 1
-                    && matches!(&*call.func, Expr::Path(path)
-                        if path.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "to_owned")) =>
-                {}
             // A list of copies handed on: each element is one (`join_all(vec![s.clone()])`).
             Expr::Array(_) if !any_value => {
                 if let Expr::Array(array) = value {
@@ -654,6 +699,31 @@ impl Finder<'_> {
             _ => false,
         };
         observation.then(|| tuple.elems.last()).flatten()
+    }
+}
+
+/// Whether `value`, handed to a function or a method, is a statement's copy or a statement
+/// bound there: `.clone()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and
+/// `.bind_refs(..)` (with `?` or not, on whatever receiver), or a block giving one. Each
+/// has a type of its own, known without the call it is handed to, so moving it through an
+/// observation neither changes what the call is given nor needs the call to infer it.
+fn hands_a_statement_on(value: &Expr) -> bool {
+    match strip_parens(value) {
+        Expr::MethodCall(call) => match call.method.to_string().as_str() {
+            "clone" | "to_owned" => call.args.is_empty(),
+            "bind" | "bind_refs" => true,
+            _ => false,
+        },
+        Expr::Call(call) => {
+            call.args.len() == 1
+                && matches!(&*call.func, Expr::Path(path)
+                    if path.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "to_owned"))
+        }
+        Expr::Try(tried) => hands_a_statement_on(&tried.expr),
+        Expr::Block(block) if block.label.is_none() => {
+            matches!(block.block.stmts.last(), Some(syn::Stmt::Expr(tail, None)) if hands_a_statement_on(tail))
+        }
+        _ => false,
     }
 }
 
