@@ -30,7 +30,8 @@
 //! in the error of a write through `first` or `raw`; [`wrapped_statements`] statements run
 //! through types that deref to D1's in a `read_only` body; [`client_text`] a client's text
 //! in the user's own error around a `Retry`'s write; [`handed_over`] statements a `read_only`
-//! body hands on to what runs them (`join!`, `timeout`, a path under another name).
+//! body hands on to what runs them (`join!`, `timeout`, a path under another name);
+//! [`std_macros`] executions inside `matches!`.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
@@ -48,5 +49,6 @@ mod read_only;
 mod scanner_traps;
 mod sql_forms;
 mod statements_kept;
+mod std_macros;
 mod time_limits;
 mod wrapped_statements;

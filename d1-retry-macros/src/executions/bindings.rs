@@ -114,6 +114,8 @@ impl Visit<'_> for Bindings {
                 self.visit_expr(&element);
                 self.visit_expr(&count);
             }
+            // The pattern's names are bound inside the macro's own `match` only.
+            Some(MacroArguments::Scrutinee(scrutinee, _, _)) => self.visit_expr(&scrutinee),
             None => self.bound_in(mac.tokens.clone()),
         }
     }

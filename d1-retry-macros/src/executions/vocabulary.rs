@@ -72,19 +72,44 @@ pub(super) const STATEMENT_MACROS: [&str; 24] = [
 ];
 
 /// The arguments of a macro call read as expressions: a comma-separated list, or
-/// `vec!`'s `element; count`.
+/// `vec!`'s `element; count`, or `matches!`'s expression before its pattern.
 pub(super) enum MacroArguments {
     List(Punctuated<Expr, Token![,]>),
     Repeat(Box<Expr>, Token![;], Box<Expr>),
+    /// `matches!(expression, pattern)`: the expression, evaluated once, then the comma and
+    /// the pattern (with its guard, if any) as written, which is no expression.
+    Scrutinee(Box<Expr>, Token![,], TokenStream),
 }
 
 impl MacroArguments {
-    /// The arguments of a call of one of the [`EXPRESSION_MACROS`], when they parse.
+    /// The arguments of a call of one of the [`EXPRESSION_MACROS`], or of `matches!`
+    /// ([`is_expression_macro`]), when they parse.
     pub(super) fn of_expression_macro(mac: &Macro) -> Option<Self> {
         if !is_expression_macro(mac) {
             return None;
         }
+        Self::of_macro(mac)
+    }
+
+    /// The arguments of a call of any macro, when they parse as those of an expression
+    /// macro: `matches!`'s as its expression and pattern, any other's as a list or a
+    /// repeat.
+    pub(super) fn of_macro(mac: &Macro) -> Option<Self> {
+        if macro_name(mac).as_deref() == Some("matches") {
+            return Self::scrutinee(mac.tokens.clone());
+        }
         Self::parse(mac.tokens.clone())
+    }
+
+    fn scrutinee(tokens: TokenStream) -> Option<Self> {
+        let scrutinee = |input: syn::parse::ParseStream<'_>| {
+            Ok(MacroArguments::Scrutinee(
+                input.parse()?,
+                input.parse()?,
+                input.parse()?,
+            ))
+        };
+        scrutinee.parse2(tokens).ok()
     }
 
     pub(super) fn parse(tokens: TokenStream) -> Option<Self> {
@@ -103,9 +128,18 @@ impl MacroArguments {
 }
 
 /// Whether the macro is one of the [`EXPRESSION_MACROS`], whose arguments are walked and
-/// rewritten as any other expression.
+/// rewritten as any other expression, or `matches!`, whose expression is, when its pattern
+/// and guard, which are not, make no D1 call ([`may_make_d1_call`]). `matches!` prints no
+/// tokens, unlike `assert!`, which would show the rewrite.
 pub(super) fn is_expression_macro(mac: &Macro) -> bool {
-    macro_name(mac).is_some_and(|name| EXPRESSION_MACROS.contains(&name.as_str()))
+    match macro_name(mac).as_deref() {
+        Some("matches") => matches!(
+            MacroArguments::scrutinee(mac.tokens.clone()),
+            Some(MacroArguments::Scrutinee(_, _, pattern)) if !may_make_d1_call(pattern.clone())
+        ),
+        Some(name) => EXPRESSION_MACROS.contains(&name),
+        None => false,
+    }
 }
 
 /// The macro's name, the last segment of its path (`join` for `tokio::join!`).

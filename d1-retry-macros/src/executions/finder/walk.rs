@@ -409,7 +409,7 @@ impl VisitMut for Finder<'_> {
         // whole-body mode they are still judged, so `read_only` is checked against them).
         let arguments = match self.mode {
             Mode::PerCall => MacroArguments::of_expression_macro(mac),
-            Mode::WholeBody { .. } => MacroArguments::parse(mac.tokens.clone()),
+            Mode::WholeBody { .. } => MacroArguments::of_macro(mac),
         };
         let name = macro_name(mac);
         let is_vec = name.as_deref() == Some("vec");
@@ -437,6 +437,10 @@ impl VisitMut for Finder<'_> {
             Some(MacroArguments::Repeat(mut element, semi, count)) => {
                 self.visit_element(&mut element);
                 mac.tokens = quote!(#element #semi #count);
+            }
+            Some(MacroArguments::Scrutinee(mut scrutinee, comma, pattern)) => {
+                self.visit_expr_mut(&mut scrutinee);
+                mac.tokens = quote!(#scrutinee #comma #pattern);
             }
             None => {}
         }
