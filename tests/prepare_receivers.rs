@@ -273,12 +273,12 @@ mod own {
 /// Types of the project's named like D1's database and session, holding one: their
 /// `prepare` archives the rows it is handed to select, and so does the database's `exec`.
 mod named {
-    use d1_retry::testing::{D1ExecResult, D1PreparedStatement, Error};
+    use d1_retry::testing::{D1ExecResult, D1Result, Error};
 
     pub struct D1Database(pub d1_retry::testing::D1Database);
 
     impl D1Database {
-        pub fn prepare(&self, select: &str) -> D1PreparedStatement {
+        pub fn prepare(&self, select: &str) -> super::D1PreparedStatement {
             super::prepare(&self.0, select)
         }
 
@@ -291,8 +291,26 @@ mod named {
 
     pub struct D1DatabaseSession(pub d1_retry::testing::D1Database);
 
+    /// A statement wrapper of the project's named like D1's: its `run` runs the statement,
+    /// then archives a row (an audit trail: a write, whatever the statement).
+    pub struct D1PreparedStatement {
+        pub db: d1_retry::testing::D1Database,
+        pub inner: super::D1PreparedStatement,
+    }
+
+    impl D1PreparedStatement {
+        pub async fn run(&self) -> Result<D1Result, Error> {
+            let result = self.inner.run().await?;
+            self.db
+                .prepare("INSERT INTO archive (item) VALUES ('audited')")
+                .run()
+                .await?;
+            Ok(result)
+        }
+    }
+
     impl D1DatabaseSession {
-        pub fn prepare(&self, select: &str) -> D1PreparedStatement {
+        pub fn prepare(&self, select: &str) -> super::D1PreparedStatement {
             super::prepare(&self.0, select)
         }
     }
@@ -640,6 +658,18 @@ impl Repo {
         self.db.prepare(READ).first(None).await
     }
 
+    /// The wrapper's `run` handed on by its path, as D1's own would be.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn named_statement_mapped(
+        &self,
+        statements: &[named::D1PreparedStatement],
+    ) -> Result<Option<Count>, Error> {
+        for ran in join_all(statements.iter().map(named::D1PreparedStatement::run)).await {
+            ran?;
+        }
+        self.db.prepare(READ).first(None).await
+    }
+
     /// D1's own, by their paths: the body reads, and is run again.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn d1_by_path(&self) -> Result<Option<Count>, Error> {
@@ -850,7 +880,8 @@ async fn a_database_moved_or_borrowed_by_its_statement_is_probed_first() {
 }
 
 /// A `read_only` body's `prepare` or `exec` through a type named like D1's, by its path or
-/// as a method: the archive's insert ran once, and the read after it that failed after it
+/// as a method, or a statement wrapper named like D1's handed on by its `run`'s path: the
+/// archive's insert ran once, and the read after it that failed after it
 /// ran is not made again with the body; D1's own, by their paths, keep the body retried.
 #[tokio::test(start_paused = true)]
 async fn a_read_only_body_probes_a_type_named_like_d1_s_by_its_path() {
@@ -881,6 +912,16 @@ async fn a_read_only_body_probes_a_type_named_like_d1_s_by_its_path() {
         assert!(method(&repo, &mine, &session).await.is_err(), "{shape}");
         assert_eq!(archived(&repo), 1, "{shape}: the insert landed once");
     }
+
+    // A statement wrapper named like D1's, its `run` handed on by its path.
+    let repo = seeded();
+    let audited = [named::D1PreparedStatement {
+        db: repo.db.clone(),
+        inner: repo.db.prepare("SELECT 1"),
+    }];
+    lose_once_after_running(&repo, READ);
+    assert!(repo.named_statement_mapped(&audited).await.is_err());
+    assert_eq!(archived(&repo), 1, "the wrapper's insert landed once");
 
     let repo = seeded();
     lose_once_after_running(&repo, READ);

@@ -1,7 +1,8 @@
 //! A `read_only` body running a statement through a type that derefs to D1's statement but
 //! is not marked D1's (`D1Receiver` forwards references, `Box`, `Rc`, `Arc` and std's lock
 //! guards): a `Pin<Box<_>>`, a `Cow`, a `LazyCell`, tokio's `MutexGuard`, a newtype of the
-//! user's, and a statement awaited through `into_future()`. Method calls see through
+//! user's, and a statement awaited through `into_future()`; and a typed query of the
+//! user's whose awaited `first()` takes no column. Method calls see through
 //! `Deref`, so `x.run()` is D1's own `run`; its output, a future of a `Result`, makes it a
 //! write out of sight, and the body is not run again after a later failure. Before, each
 //! of these ran its `INSERT` twice and the caller got `Ok`.
@@ -30,6 +31,24 @@ impl Deref for Statement {
     }
 }
 
+/// A typed query of the repository's own: its `first` takes no column, and holds no
+/// `Deref` to D1's statement, so its call is no D1 call at all.
+struct Typed {
+    inner: D1PreparedStatement,
+}
+
+impl Typed {
+    async fn first<T: serde::de::DeserializeOwned>(&self) -> Result<Option<T>, Error> {
+        self.inner.first::<T>(None).await
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Item {
+    #[allow(dead_code)]
+    item: String,
+}
+
 type Lazy = LazyCell<D1PreparedStatement, Box<dyn FnOnce() -> D1PreparedStatement>>;
 
 struct Held {
@@ -39,6 +58,7 @@ struct Held {
     lazy: Lazy,
     locked: tokio::sync::Mutex<D1PreparedStatement>,
     plain: D1PreparedStatement,
+    typed: Typed,
 }
 
 impl Held {
@@ -51,6 +71,9 @@ impl Held {
             lazy: LazyCell::new(Box::new(move || lazy_db.prepare(sql))),
             locked: tokio::sync::Mutex::new(db.prepare(sql)),
             plain: db.prepare(sql),
+            typed: Typed {
+                inner: db.prepare(sql),
+            },
         }
     }
 }
@@ -67,9 +90,11 @@ enum Through {
     PathNewtype,
     /// The same with the `Pin<Box<_>>`.
     PathPinBox,
+    /// A typed query's `first()`, whose row type is inferred from where it goes.
+    TypedFirst,
 }
 
-const ALL: [Through; 8] = [
+const ALL: [Through; 9] = [
     Through::PinBox,
     Through::Newtype,
     Through::Lazy,
@@ -78,6 +103,7 @@ const ALL: [Through; 8] = [
     Through::IntoFuture,
     Through::PathNewtype,
     Through::PathPinBox,
+    Through::TypedFirst,
 ];
 
 #[d1_retry(read_only, policy = NO_BUDGET)]
@@ -108,6 +134,9 @@ async fn run_then_count(held: &Held, through: Through) -> Result<i64, Error> {
         }
         Through::PathPinBox => {
             D1PreparedStatement::run(&held.pinned).await?;
+        }
+        Through::TypedFirst => {
+            let _: Option<Item> = held.typed.first().await?;
         }
     }
     count_orders(&held.db).await

@@ -224,7 +224,7 @@ impl Finder<'_> {
         let receiver = strip_parens(&call.receiver);
         // Only a call with D1's arguments can be D1's (`first(col)`, `run()`, ...): a
         // `first()` of the user's, whose result type may be inferred later, is left alone.
-        let d1_shaped = call.method != "first" || call.args.len() == 1;
+        let d1_shaped = call.method != "first" || call.args.len() == 1 || awaited;
         let judged = |call: TokenStream| {
             if d1_shaped {
                 self.judged_output(call, whole)
@@ -665,13 +665,22 @@ impl Finder<'_> {
         } else {
             (quote!(#statement), quote!(#statement))
         };
-        Some(quote_spanned! {span=>
-            |#params| {
-                let #future = #expr(#args);
-                #observe;
-                #future
-            }
-        })
+        // A type of the user's named `D1PreparedStatement` is no D1 receiver: its call's
+        // output is judged, as a method's on such a receiver is (`judged_output`), in the
+        // closure, which must not borrow the attempt.
+        let outer = core::mem::replace(&mut self.beyond_attempt, true);
+        let call = self.judged_output(
+            quote_spanned! {span=>
+                {
+                    let #future = #expr(#args);
+                    #observe;
+                    #future
+                }
+            },
+            span,
+        );
+        self.beyond_attempt = outer;
+        Some(quote_spanned!(span=> |#params| #call))
     }
     /// The value of an [`observed_first`] tuple, whose observation is tokens the expansion
     /// made: `Expr::Verbatim`, or, once a macro's arguments were rewritten and read again
