@@ -173,9 +173,13 @@ enum Shape {
     HandedBound,
     /// The same, handed as a block's value: `awaited({ let kept = ..; kept.clone() })`.
     HandedBlock,
+    /// The same, a copy chosen by `if`: `awaited(if .. { a.clone() } else { .. })`.
+    HandedIf,
+    /// The same, a copy chosen by `match`.
+    HandedMatch,
 }
 
-const SHAPES: [Shape; 20] = [
+const SHAPES: [Shape; 22] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -196,6 +200,8 @@ const SHAPES: [Shape; 20] = [
     Shape::AwaitedMacro,
     Shape::HandedBound,
     Shape::HandedBlock,
+    Shape::HandedIf,
+    Shape::HandedMatch,
 ];
 
 /// A statement the macro's caller keeps: what the attribute sees is the macro's call.
@@ -307,6 +313,21 @@ impl Kept {
             Shape::HandedBound => {
                 awaited(self.statement.clone().bind(&[])?).await?;
             }
+            Shape::HandedIf => {
+                awaited(if sql.is_empty() {
+                    self.statement.to_owned()
+                } else {
+                    self.statement.clone()
+                })
+                .await?;
+            }
+            Shape::HandedMatch => {
+                awaited(match shape {
+                    Shape::HandedMatch => self.statement.clone(),
+                    _ => Clone::clone(&self.statement),
+                })
+                .await?;
+            }
             Shape::HandedBlock => {
                 awaited({
                     let kept = &self.statement;
@@ -380,9 +401,14 @@ impl Kept {
             Shape::AwaitedMacro => {
                 statement_of!(self).await?;
             }
-            Shape::HandedBound => {
+            Shape::HandedBound | Shape::HandedIf | Shape::HandedMatch => {
                 let kept = &self.statement;
-                awaited(kept.clone().bind(&[])?).await?;
+                awaited(if sql.is_empty() {
+                    kept.to_owned()
+                } else {
+                    kept.clone().bind(&[])?
+                })
+                .await?;
             }
         }
         orders(&self.db).await

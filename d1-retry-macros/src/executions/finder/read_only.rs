@@ -511,17 +511,33 @@ impl Finder<'_> {
     /// [`observed_hand_over`](Self::observed_hand_over)). Nothing is observed of a value
     /// that is not D1's statement.
     fn handed_over(&mut self, value: &Expr) -> TokenStream {
-        // A block's value is observed where the block gives it, so that no block is a
-        // `match`'s scrutinee, which clippy would lay at the user's door.
-        if let Expr::Block(block) = strip_parens(value)
-            && let Some(syn::Stmt::Expr(tail, None)) = block.block.stmts.last()
-        {
-            let tail = Expr::Verbatim(self.handed_over(tail));
-            let mut block = block.clone();
-            if let Some(last) = block.block.stmts.last_mut() {
-                *last = syn::Stmt::Expr(tail, None);
+        // A block's value is observed where the block gives it, and so is an `if`'s or a
+        // `match`'s copy of a statement in each branch, so that no block is a `match`'s
+        // scrutinee, which clippy would lay at the user's door. (Any other `if` or `match`
+        // awaited is observed whole: a branch of it may diverge.)
+        let copies = hands_a_statement_on(value);
+        match strip_parens(value) {
+            Expr::Block(block) if block.block.stmts.last().is_some_and(is_tail) => {
+                let mut block = block.clone();
+                self.hand_over_tail(&mut block.block);
+                return block.into_token_stream();
             }
-            return block.into_token_stream();
+            Expr::If(branch) if copies => {
+                let mut branch = branch.clone();
+                self.hand_over_tail(&mut branch.then_branch);
+                if let Some((_, otherwise)) = &mut branch.else_branch {
+                    **otherwise = Expr::Verbatim(self.handed_over(otherwise));
+                }
+                return branch.into_token_stream();
+            }
+            Expr::Match(choice) if copies => {
+                let mut choice = choice.clone();
+                for arm in &mut choice.arms {
+                    *arm.body = Expr::Verbatim(self.handed_over(&arm.body));
+                }
+                return choice.into_token_stream();
+            }
+            _ => {}
         }
         self.observes_held = true;
         let private = &self.names.private;
@@ -533,6 +549,13 @@ impl Finder<'_> {
             match #value {
                 #recv => (#observe, #recv).1
             }
+        }
+    }
+
+    /// [`handed_over`](Self::handed_over) of the value `block` gives.
+    fn hand_over_tail(&mut self, block: &mut syn::Block) {
+        if let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last_mut() {
+            *tail = Expr::Verbatim(self.handed_over(tail));
         }
     }
 
@@ -729,11 +752,34 @@ fn hands_a_statement_on(value: &Expr) -> bool {
                     if path.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "to_owned"))
         }
         Expr::Try(tried) => hands_a_statement_on(&tried.expr),
-        Expr::Block(block) if block.label.is_none() => {
-            matches!(block.block.stmts.last(), Some(syn::Stmt::Expr(tail, None)) if hands_a_statement_on(tail))
+        Expr::Block(block) if block.label.is_none() => gives_a_statement(&block.block),
+        // `if c { a.clone() } else { b.clone() }`: every branch gives one.
+        Expr::If(branch) => {
+            gives_a_statement(&branch.then_branch)
+                && branch
+                    .else_branch
+                    .as_ref()
+                    .is_some_and(|(_, otherwise)| hands_a_statement_on(otherwise))
+        }
+        Expr::Match(choice) => {
+            !choice.arms.is_empty()
+                && choice
+                    .arms
+                    .iter()
+                    .all(|arm| hands_a_statement_on(&arm.body))
         }
         _ => false,
     }
+}
+
+/// Whether `stmt` is a block's value: an expression without a semicolon.
+fn is_tail(stmt: &syn::Stmt) -> bool {
+    matches!(stmt, syn::Stmt::Expr(_, None))
+}
+
+/// Whether a block's value is one [`hands_a_statement_on`] takes.
+fn gives_a_statement(block: &syn::Block) -> bool {
+    matches!(block.stmts.last(), Some(syn::Stmt::Expr(tail, None)) if hands_a_statement_on(tail))
 }
 
 /// `(observation, value).1`: `value`, once `observation` ran, as a tuple of syntax, not of
