@@ -177,9 +177,11 @@ enum Shape {
     HandedIf,
     /// The same, a copy chosen by `match`.
     HandedMatch,
+    /// The same, a copy bound to a name first: `let copy = ..clone(); awaited(copy)`.
+    HandedName,
 }
 
-const SHAPES: [Shape; 22] = [
+const SHAPES: [Shape; 23] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -202,6 +204,7 @@ const SHAPES: [Shape; 22] = [
     Shape::HandedBlock,
     Shape::HandedIf,
     Shape::HandedMatch,
+    Shape::HandedName,
 ];
 
 /// A statement the macro's caller keeps: what the attribute sees is the macro's call.
@@ -328,6 +331,10 @@ impl Kept {
                 })
                 .await?;
             }
+            Shape::HandedName => {
+                let copy = self.statement.clone();
+                awaited(copy).await?;
+            }
             Shape::HandedBlock => {
                 awaited({
                     let kept = &self.statement;
@@ -400,6 +407,10 @@ impl Kept {
             }
             Shape::AwaitedMacro => {
                 statement_of!(self).await?;
+            }
+            Shape::HandedName => {
+                let copy = self.statement.to_owned();
+                awaited(copy).await?;
             }
             Shape::HandedBound | Shape::HandedIf | Shape::HandedMatch => {
                 let kept = &self.statement;

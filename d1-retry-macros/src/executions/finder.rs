@@ -35,6 +35,7 @@ pub(super) fn find(
         meeting,
         statements: HashMap::new(),
         sighted: HashSet::new(),
+        copies: HashSet::new(),
         pending: HashSet::new(),
         executions: Vec::new(),
         all_sql: Vec::new(),
@@ -82,6 +83,9 @@ pub(super) struct Finder<'a> {
     /// In a `read_only` body, the names bound once to a statement made in sight
     /// ([`Finder::made_in_sight`]).
     sighted: HashSet<String>,
+    /// In a `read_only` body, names bound once to a statement's copy (`let copy =
+    /// stmt.clone();`): handed on by value, such a name is observed as the copy would be.
+    copies: HashSet<String>,
     /// The names bound once to an execution's future (`let pending = stmt.first(None);`):
     /// `pending.await` awaits that future, not a statement ([`Finder::awaited_statement`]).
     pending: HashSet<String>,

@@ -177,9 +177,12 @@ impl Finder<'_> {
         if let Some(init) = &local.init
             && init.diverge.is_none()
             && self.bindings.unique(&ident.ident)
-            && self.made_in_sight(&init.expr)
         {
-            self.sighted.insert(name(&ident.ident));
+            if self.made_in_sight(&init.expr) {
+                self.sighted.insert(name(&ident.ident));
+            } else if hands_a_statement_on(&init.expr) {
+                self.copies.insert(name(&ident.ident));
+            }
         }
     }
 
@@ -563,16 +566,25 @@ impl Finder<'_> {
     /// sight: an element of `join!` or `try_join!`, which await each element, and a
     /// statement's clone handed to a function or a method (`timeout(d, stmt.clone())`,
     /// `tasks.push(stmt.clone())`). A statement is observed as it is handed over, as if it
-    /// ran there; other values are not. Only a copy (`.clone()`, `.to_owned()`,
-    /// `Clone::clone(..)`, and each such element of an array or `vec!` handed on) is taken
-    /// from a call's arguments: a name handed on may be a `&mut` the call reborrows, which a
-    /// move through a `match` would not.
+    /// ran there; other values are not. Only a copy ([`hands_a_statement_on`], a name bound
+    /// once to one, and each such element of an array or `vec!` handed on) is taken from a
+    /// call's arguments: any other name handed on may be a `&mut` the call reborrows, which
+    /// a move through a `match` would not, and any other value's type may be inferred from
+    /// the call, which the observation's dispatch needs known first.
     pub(super) fn observed_hand_over(&mut self, value: &mut Expr, any_value: bool) {
         if !self.observing() || self.made_in_sight(value) || self.awaits_pending(value) {
             return;
         }
         match strip_parens(value) {
             _ if hands_a_statement_on(value) => {}
+            // A name bound once to a copy, owned (or a shared reference), moved as it
+            // would be by the call.
+            Expr::Path(path)
+                if path.qself.is_none()
+                    && path
+                        .path
+                        .get_ident()
+                        .is_some_and(|ident| self.copies.contains(&name(ident))) => {}
             Expr::Async(_)
             | Expr::Block(_)
             | Expr::Macro(_)
