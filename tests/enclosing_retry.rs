@@ -368,3 +368,98 @@ async fn a_write_dropped_in_flight_is_not_made_again() {
         assert_eq!(calls_with(&db, "INSERT"), 1, "read_only: {read_only}");
     }
 }
+
+/// An error of the user's that keeps nothing of D1's failure.
+#[derive(Debug, PartialEq)]
+struct Lossy;
+
+impl core::fmt::Display for Lossy {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str("database error")
+    }
+}
+
+impl std::error::Error for Lossy {}
+
+impl From<d1_retry::TimedOut> for Lossy {
+    fn from(_: d1_retry::TimedOut) -> Self {
+        Lossy
+    }
+}
+
+impl Repo {
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn order_count_lossy(&self) -> Result<i64, Lossy> {
+        let count: Option<Count> = self
+            .db
+            .prepare("SELECT count(*) AS n FROM orders")
+            .first(None)
+            .await
+            .map_err(|_| Lossy)?;
+        Ok(count.map_or(0, |count| count.n))
+    }
+
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn count_missing_lossy(&self) -> Result<i64, Lossy> {
+        let count: Option<Count> = self
+            .db
+            .prepare("SELECT count(*) AS n FROM missing_table")
+            .first(None)
+            .await
+            .map_err(|_| Lossy)?;
+        Ok(count.map_or(0, |count| count.n))
+    }
+}
+
+/// A `Retry` around a method whose error drops D1's failure: the read failed before D1 ran
+/// it, so the attempt runs again, by the class the read left to it; a permanent failure
+/// left beside it (`join!`) decides, and the attempt is not run again. A classifier of the
+/// caller's own is not overruled.
+#[tokio::test(start_paused = true)]
+async fn a_retry_reads_the_failures_its_attempt_was_left_when_the_error_drops_them() {
+    for timed in [false, true] {
+        let db = not_executed_once(READ);
+        let repo = Repo { db: db.clone() };
+        let retry = Retry::new("orders.count").read_only(true);
+        let result = if timed {
+            retry
+                .policy(TIMED)
+                .run_timed(|| repo.order_count_lossy())
+                .await
+        } else {
+            retry
+                .policy(NO_BUDGET)
+                .run(|| repo.order_count_lossy())
+                .await
+        };
+        assert_eq!(result, Ok(0), "timed: {timed}");
+        assert_eq!(calls_with(&db, READ), 2, "timed: {timed}");
+    }
+
+    let db = not_executed_once(READ);
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.count")
+        .read_only(true)
+        .policy(NO_BUDGET)
+        .run(|| async {
+            let (missing, count) =
+                tokio::join!(repo.count_missing_lossy(), repo.order_count_lossy());
+            Ok::<_, Lossy>(missing? + count?)
+        })
+        .await;
+    assert_eq!(result, Err(Lossy));
+    assert_eq!(calls_with(&db, "missing_table"), 1, "not run again");
+
+    let db = not_executed_once(READ);
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.count")
+        .read_only(true)
+        .policy(NO_BUDGET)
+        .run_by(
+            |_: &Lossy| d1_retry::FailureClass::Permanent,
+            || repo.order_count_lossy(),
+        )
+        .await;
+    assert_eq!(result, Err(Lossy));
+    assert_eq!(calls_with(&db, READ), 1, "the caller's verdict stands");
+}

@@ -291,6 +291,17 @@ mod named {
 
     pub struct D1DatabaseSession(pub d1_retry::testing::D1Database);
 
+    /// The database's `exec`, as a trait's.
+    pub trait Execs {
+        async fn exec(&self, select: &str) -> Result<D1ExecResult, Error>;
+    }
+
+    impl Execs for D1Database {
+        async fn exec(&self, select: &str) -> Result<D1ExecResult, Error> {
+            D1Database::exec(self, select).await
+        }
+    }
+
     /// A statement wrapper of the project's named like D1's: its `run` runs the statement,
     /// then archives a row (an audit trail: a write, whatever the statement).
     pub struct D1PreparedStatement {
@@ -670,11 +681,32 @@ impl Repo {
         self.db.prepare(READ).first(None).await
     }
 
-    /// D1's own, by their paths: the body reads, and is run again.
+    /// `exec` of the type named like D1's under other paths: an alias, a renamed import,
+    /// a trait's.
     #[d1_retry(read_only, policy = NO_BUDGET)]
-    async fn d1_by_path(&self) -> Result<Option<Count>, Error> {
+    async fn named_exec_by_other_paths(
+        &self,
+        mine: &named::D1Database,
+        how: u8,
+    ) -> Result<Option<Count>, Error> {
+        type Alias = named::D1Database;
+        use named::D1Database as Renamed;
+        match how {
+            0 => Alias::exec(mine, "SELECT item FROM orders").await?,
+            1 => Renamed::exec(mine, "SELECT item FROM orders").await?,
+            _ => <Alias as named::Execs>::exec(mine, "SELECT item FROM orders").await?,
+        };
+        self.db.prepare(READ).first(None).await
+    }
+
+    /// D1's own, by their paths, on a reference, through an `Rc` and a `&mut` (which the
+    /// call derefs or reborrows, and which stays usable): the body reads, and is run again.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn d1_by_path(&self, db: &mut D1Database) -> Result<Option<Count>, Error> {
         D1Database::exec(&self.db, "SELECT 1").await?;
-        D1Database::prepare(&self.db, READ).first(None).await
+        D1Database::prepare(&self.shared, "SELECT 2").run().await?;
+        D1Database::prepare(db, "SELECT 3").run().await?;
+        D1Database::prepare(db, READ).first(None).await
     }
 }
 
@@ -923,8 +955,20 @@ async fn a_read_only_body_probes_a_type_named_like_d1_s_by_its_path() {
     assert!(repo.named_statement_mapped(&audited).await.is_err());
     assert_eq!(archived(&repo), 1, "the wrapper's insert landed once");
 
+    for how in 0..3 {
+        let repo = seeded();
+        let mine = named::D1Database(repo.db.clone());
+        lose_once_after_running(&repo, READ);
+        assert!(repo.named_exec_by_other_paths(&mine, how).await.is_err());
+        assert_eq!(archived(&repo), 1, "{how}: the insert landed once");
+    }
+
     let repo = seeded();
     lose_once_after_running(&repo, READ);
-    assert_eq!(repo.d1_by_path().await.unwrap(), Some(Count { n: 1 }));
-    assert_eq!(repo.db.calls().len(), 4, "the body was run again");
+    let mut db = repo.db.clone();
+    assert_eq!(
+        repo.d1_by_path(&mut db).await.unwrap(),
+        Some(Count { n: 1 })
+    );
+    assert_eq!(repo.db.calls().len(), 8, "the body was run again");
 }

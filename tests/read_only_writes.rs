@@ -179,9 +179,20 @@ enum Shape {
     HandedMatch,
     /// The same, a copy bound to a name first: `let copy = ..clone(); awaited(copy)`.
     HandedName,
+    /// The same, bound and unwrapped: `.bind(&[]).unwrap()`, `.expect(..)`, `.map_err(..)?`.
+    HandedUnwrapped,
+    /// The same, a block giving a name bound in it to a copy.
+    HandedBlockName,
+    /// A labelled block giving a copy by `break` or as its value, awaited itself.
+    AwaitedLabelled,
+    /// The same labelled block, handed on.
+    HandedLabelled,
+    /// A copy chosen by `if`, awaited itself (each branch observed in place, with no
+    /// warning at its braces).
+    AwaitedIf,
 }
 
-const SHAPES: [Shape; 23] = [
+const SHAPES: [Shape; 28] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -205,7 +216,17 @@ const SHAPES: [Shape; 23] = [
     Shape::HandedIf,
     Shape::HandedMatch,
     Shape::HandedName,
+    Shape::HandedUnwrapped,
+    Shape::HandedBlockName,
+    Shape::AwaitedLabelled,
+    Shape::HandedLabelled,
+    Shape::AwaitedIf,
 ];
+
+/// An error of the caller's, for `map_err`.
+fn converted(error: Error) -> Error {
+    error
+}
 
 /// A statement the macro's caller keeps: what the attribute sees is the macro's call.
 macro_rules! statement_of {
@@ -335,6 +356,47 @@ impl Kept {
                 let copy = self.statement.clone();
                 awaited(copy).await?;
             }
+            Shape::HandedUnwrapped => {
+                match sql.len() % 3 {
+                    0 => awaited(self.statement.clone().bind(&[]).unwrap()).await?,
+                    1 => awaited(self.statement.clone().bind(&[]).expect("bound")).await?,
+                    _ => awaited(self.statement.clone().bind(&[]).map_err(converted)?).await?,
+                };
+            }
+            Shape::HandedBlockName => {
+                awaited({
+                    let bound = self.statement.clone().bind(&[])?;
+                    let _ = sql.len();
+                    bound
+                })
+                .await?;
+            }
+            Shape::AwaitedLabelled => {
+                ('kept: {
+                    if sql.is_empty() {
+                        break 'kept self.statement.to_owned();
+                    }
+                    self.statement.clone()
+                })
+                .await?;
+            }
+            Shape::HandedLabelled => {
+                awaited('kept: {
+                    if !sql.is_empty() {
+                        break 'kept self.statement.to_owned();
+                    }
+                    self.statement.clone()
+                })
+                .await?;
+            }
+            Shape::AwaitedIf => {
+                (if sql.is_empty() {
+                    self.statement.to_owned()
+                } else {
+                    self.statement.clone().bind(&[])?
+                })
+                .await?;
+            }
             Shape::HandedBlock => {
                 awaited({
                     let kept = &self.statement;
@@ -408,9 +470,21 @@ impl Kept {
             Shape::AwaitedMacro => {
                 statement_of!(self).await?;
             }
-            Shape::HandedName => {
+            Shape::HandedName | Shape::HandedBlockName => {
                 let copy = self.statement.to_owned();
                 awaited(copy).await?;
+            }
+            Shape::HandedUnwrapped => {
+                awaited(self.statement.clone().bind(&[]).unwrap()).await?;
+            }
+            Shape::AwaitedLabelled | Shape::HandedLabelled | Shape::AwaitedIf => {
+                awaited('kept: {
+                    if !sql.is_empty() {
+                        break 'kept self.statement.to_owned();
+                    }
+                    self.statement.clone()
+                })
+                .await?;
             }
             Shape::HandedBound | Shape::HandedIf | Shape::HandedMatch => {
                 let kept = &self.statement;

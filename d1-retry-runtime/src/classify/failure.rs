@@ -83,11 +83,11 @@ impl<'e> Failure<'e> {
         self.class
     }
 
-    /// A whole-body attempt's failure, where `left` is the class of the last failure a D1
-    /// call within the attempt left to it: the attempt's error only tells that class when
-    /// it carries the D1 call's error. An error that does not
+    /// A whole attempt's failure, where `left` is the least retryable class of the failures
+    /// D1 calls within the attempt left to it: the attempt's error only tells that class
+    /// when it carries the D1 call's error. An error that does not
     /// (`.map_err(|_| AppError::Database)?`) reads as permanent, since its text is not
-    /// D1's, and takes the class of that D1 failure instead; an error that does tells the
+    /// D1's, and takes the class of those D1 failures instead; an error that does tells the
     /// same class. Its text stays the error's own.
     pub(crate) fn or_left(self, left: Option<FailureClass>) -> Self {
         match left {

@@ -32,8 +32,8 @@ pub struct Driver<'a, S: Sleeper> {
     cut: Option<TimeLimit>,
     /// The wait decided after the last failure, made before the next attempt.
     waiting: Option<Pin<Box<S::Sleep>>>,
-    /// The class of the last failure a D1 call within the current attempt left to it
-    /// (`scope::leave`), which decides when the attempt's own error does not say.
+    /// The least retryable class of the failures D1 calls within the current attempt left
+    /// to it (`scope::leave`), which decides when the attempt's own error does not say.
     left: Option<FailureClass>,
 }
 
@@ -415,8 +415,8 @@ impl Plan<'_, '_> {
 
 /// Polls a whole-body attempt inside the scope that keeps the D1 calls within from
 /// retrying on their own, tells `plan` of a write made within it (`Plan::after_poll`),
-/// and keeps in `left` the class of the last failure such a call left to it: the one poll
-/// of [`Turn`] and [`TimedTurn`].
+/// and keeps in `left` the least retryable class of the failures such calls left to it:
+/// the one poll of [`Turn`] and [`TimedTurn`].
 #[inline(always)]
 fn poll_inside<F: Future>(
     plan: Plan<'_, '_>,
@@ -434,9 +434,7 @@ fn poll_inside<F: Future>(
         let _entered = Entered::attempt(watched);
         let leaving = Leaving::enter();
         let poll = attempt.poll(cx);
-        if let Some(class) = leaving.end() {
-            *left = Some(class);
-        }
+        *left = scope::least_retryable(*left, leaving.end());
         poll
     };
     plan.after_poll(writes, marks);

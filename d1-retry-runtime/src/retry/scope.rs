@@ -53,7 +53,7 @@ struct Scopes {
     /// [`writes`](Self::writes) saw. Both wrap; only differences are read.
     begun: u32,
     settled: u32,
-    /// The class of the last failure a D1 call left to the attempt around it
+    /// The least retryable class of the failures D1 calls left to the attempt around them
     /// ([`leave`]) while that attempt is polled: the attempt's own error may not say
     /// (`.map_err(|_| AppError::Database)?`). Each poll of a whole-body attempt reads it
     /// through a [`Leaving`] guard.
@@ -283,6 +283,8 @@ pub(crate) struct Watched<'a, F> {
     /// Executions that may write begun and not settled within the attempt (wrapping): one
     /// dropped in flight (a `try_join!` whose other branch failed) may have run.
     in_flight: u32,
+    /// The failures D1 calls within the attempt left to it ([`leave`]).
+    left: Option<FailureClass>,
 }
 
 impl<'a, F: Future> Watched<'a, F> {
@@ -294,6 +296,7 @@ impl<'a, F: Future> Watched<'a, F> {
             watch,
             wrote: false,
             in_flight: 0,
+            left: None,
         }
     }
 }
@@ -303,6 +306,11 @@ impl<F> Watched<'_, F> {
     /// write was left in flight by it.
     pub(crate) fn wrote(&self) -> bool {
         self.wrote || self.in_flight != 0
+    }
+
+    /// The least retryable class of the failures D1 calls within the attempt left to it.
+    pub(crate) fn left(&self) -> Option<FailureClass> {
+        self.left
     }
 }
 
@@ -315,7 +323,10 @@ impl<F: Future> Future for Watched<'_, F> {
         let before = writes();
         let poll = {
             let _entered = Entered::attempt(this.watch.then_some(this.wrote));
-            this.attempt.as_mut().poll(cx)
+            let leaving = Leaving::enter();
+            let poll = this.attempt.as_mut().poll(cx);
+            this.left = least_retryable(this.left, leaving.end());
+            poll
         };
         this.wrote |= writes() != before;
         this.in_flight = this.in_flight.wrapping_add(marks.since());
@@ -407,9 +418,28 @@ impl Drop for Inside {
 /// the failure may have done, for that attempt to read if its own error does not say.
 pub(crate) fn leave(class: FailureClass) {
     update(|scopes| Scopes {
-        left: Some(class),
+        left: least_retryable(scopes.left, Some(class)),
         ..scopes
     });
+}
+
+/// Of two failures left to one attempt, the one whose class allows the fewest retries:
+/// which of them the attempt's error stands for cannot be told (one may have been
+/// swallowed, `join!` may have returned either), so the least retryable decides, as it
+/// does among the links of an error's chain.
+pub(crate) fn least_retryable(
+    a: Option<FailureClass>,
+    b: Option<FailureClass>,
+) -> Option<FailureClass> {
+    let rank = |class: FailureClass| match class {
+        FailureClass::NotExecuted => 0,
+        FailureClass::MaybeExecuted => 1,
+        FailureClass::Permanent => 2,
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if rank(b) > rank(a) { b } else { a }),
+        (one, other) => one.or(other),
+    }
 }
 
 /// The failures left ([`leave`]) during one poll of a whole-body attempt, kept apart from
@@ -428,7 +458,7 @@ impl Leaving {
         Leaving { outer: outer.left }
     }
 
-    /// The class of the last failure left during the poll, if one was.
+    /// The least retryable class of the failures left during the poll, if one was.
     pub(crate) fn end(self) -> Option<FailureClass> {
         SCOPES.with(Cell::get).left
     }
@@ -559,16 +589,20 @@ mod tests {
     }
 
     #[test]
-    fn each_attempt_reads_the_last_failure_left_in_its_own_polls() {
+    fn each_attempt_reads_the_failures_left_in_its_own_polls() {
         let left = || SCOPES.with(Cell::get).left;
         leave(FailureClass::NotExecuted);
         let outer = Leaving::enter();
         assert_eq!(left(), None, "entering clears the slot");
         leave(FailureClass::MaybeExecuted);
         let inner = Leaving::enter();
-        leave(FailureClass::NotExecuted);
         leave(FailureClass::Permanent);
-        assert_eq!(inner.end(), Some(FailureClass::Permanent), "the last one");
+        leave(FailureClass::NotExecuted);
+        assert_eq!(
+            inner.end(),
+            Some(FailureClass::Permanent),
+            "the least retryable"
+        );
         assert_eq!(
             left(),
             Some(FailureClass::MaybeExecuted),

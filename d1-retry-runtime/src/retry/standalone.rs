@@ -241,7 +241,7 @@ impl<'a, S: Sleeper> Retry<'a, S> {
                 }
                 Err(error) => error,
             };
-            let failure = classifier.failure(&error);
+            let failure = classifier.failure(&error, watched.left());
             match driver.next_delay(&failure, after(access, &watched)) {
                 Some(delay) => {
                     // Dropped before the wait, so a `!Send` error never lives across it.
@@ -284,7 +284,9 @@ impl<'a, S: Sleeper> Retry<'a, S> {
                     settle_write(begun);
                     return Ok(value);
                 }
-                Ok(Err(error)) => match driver.next_delay(&Failure::from_error(&error), access) {
+                Ok(Err(error)) => match driver
+                    .next_delay(&Failure::from_error(&error).or_left(watched.left()), access)
+                {
                     Some(delay) => delay,
                     None => {
                         settle_write(begun);
@@ -361,23 +363,27 @@ fn succeeded<S: Sleeper>(driver: &Driver<'_, S>, access: Access) {
     }
 }
 
-/// How [`Retry::drive`] turns the caller's error into a [`Failure`].
+/// How [`Retry::drive`] turns the caller's error into a [`Failure`]; `left`: the failures
+/// D1 calls within the attempt left to it (`Watched::left`).
 pub(crate) trait Classifier<E> {
-    fn failure<'e>(&mut self, error: &'e E) -> Failure<'e>;
+    fn failure<'e>(&mut self, error: &'e E, left: Option<FailureClass>) -> Failure<'e>;
 }
 
+/// The error read as [`classify`](crate::classify()) reads it; where it does not tell a
+/// class (it reads as permanent), the D1 failures behind it decide ([`Failure::or_left`]).
 pub(crate) struct ByError;
 
 impl<E: Error + 'static> Classifier<E> for ByError {
-    fn failure<'e>(&mut self, error: &'e E) -> Failure<'e> {
-        Failure::from_error(error)
+    fn failure<'e>(&mut self, error: &'e E, left: Option<FailureClass>) -> Failure<'e> {
+        Failure::from_error(error).or_left(left)
     }
 }
 
+/// The caller's own classifier, whose verdict stands.
 struct ByFn<C>(C);
 
 impl<E: Display, C: FnMut(&E) -> FailureClass> Classifier<E> for ByFn<C> {
-    fn failure<'e>(&mut self, error: &'e E) -> Failure<'e> {
+    fn failure<'e>(&mut self, error: &'e E, _: Option<FailureClass>) -> Failure<'e> {
         Failure::with_class((self.0)(error), error)
     }
 }

@@ -2,6 +2,8 @@
 //! a `batch` of a list out of sight, and all SQL handed to `prepare`, so that a write in a
 //! body declared read-only stops it from running again.
 
+use std::collections::HashSet;
+
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::parse::Parser;
@@ -15,7 +17,7 @@ use crate::executions::bindings::keeps_the_sql;
 use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call};
 use crate::executions::syntax::{
-    Database, is_d1_path, is_place, is_place_expression, strip_parens,
+    Database, is_d1_path, is_place, is_place_expression, strip_parens, strip_parens_mut,
 };
 use crate::executions::vocabulary::{
     STATEMENT_EXECUTIONS, execution_path, is_expression_macro, may_make_d1_call,
@@ -180,7 +182,7 @@ impl Finder<'_> {
         {
             if self.made_in_sight(&init.expr) {
                 self.sighted.insert(name(&ident.ident));
-            } else if hands_a_statement_on(&init.expr) {
+            } else if hands_a_statement_on(&init.expr, &self.copies) {
                 self.copies.insert(name(&ident.ident));
             }
         }
@@ -397,8 +399,8 @@ impl Finder<'_> {
     /// read where it runs. On D1's own `prepare` the probe is a constant read-only access,
     /// and the observation nothing.
     pub(super) fn observe_prepare(&self, expr: &mut Expr) -> bool {
-        if let Expr::Call(call) = expr {
-            return self.observe_prepare_by_path(call);
+        if let Expr::Call(_) = expr {
+            return self.observe_prepare_by_path(expr);
         }
         let Expr::MethodCall(call) = expr else {
             return false;
@@ -449,35 +451,41 @@ impl Finder<'_> {
 
     /// [`observe_prepare`](Self::observe_prepare) of `D1Database::prepare(&db, sql)` or
     /// `D1Database::exec(&db, sql)`: the path names a type `D1Database` (or
-    /// `D1DatabaseSession`), which may be a type of the user's by that name, so its first
-    /// argument, the database, is probed as a method's receiver is, moved through a `match`
-    /// on its way to the call (a reference, which the call takes by value anyway).
-    fn observe_prepare_by_path(&self, call: &mut syn::ExprCall) -> bool {
-        if !self.observing()
-            || call.args.len() != 2
-            || !(is_d1_path(&call.func, "prepare") || is_d1_path(&call.func, "exec"))
-        {
+    /// `D1DatabaseSession`), which may be a type of the user's by that name, so that type
+    /// itself is probed (`Receiver::named`), whatever the first argument is (`&Arc<_>`,
+    /// `&mut`, which the call derefs or reborrows): nothing is moved or evaluated twice.
+    /// An `exec` by any other path (an alias, a renamed import, a trait's) may be anyone's,
+    /// and its text is not judged: a statement out of sight, a write.
+    fn observe_prepare_by_path(&self, expr: &mut Expr) -> bool {
+        let Expr::Call(call) = expr else {
+            return false;
+        };
+        if !self.observing() || call.args.len() != 2 {
             return false;
         }
-        let Some(database) = call.args.first_mut() else {
+        let private = &self.names.private;
+        let span = call.func.span();
+        let access = if is_d1_path(&call.func, "prepare") || is_d1_path(&call.func, "exec") {
+            let Some(named) = path_type(&call.func) else {
+                return false;
+            };
+            quote_spanned! {span=>
+                {
+                    #[allow(unused_imports)]
+                    use #private::{ViaD1Prepare as _, ViaOtherPrepare as _};
+                    (&&#private::Receiver::<#named>::named()).d1_prepare()
+                }
+            }
+        } else if matches!(&*call.func, Expr::Path(path)
+            if path.path.segments.len() >= 2
+                && path.path.segments.last().is_some_and(|last| last.ident == "exec"))
+        {
+            quote_spanned!(span=> #private::Access::Unseen)
+        } else {
             return false;
         };
-        let private = &self.names.private;
-        let span = database.span();
-        let value = Ident::new("__d1_retry_database", Span::mixed_site());
-        let access = quote_spanned! {span=>
-            {
-                #[allow(unused_imports)]
-                use #private::{ViaD1Prepare as _, ViaOtherPrepare as _};
-                (&&#private::Receiver::of(#value)).d1_prepare()
-            }
-        };
         let observe = self.observe_access(access, span);
-        *database = Expr::Verbatim(quote_spanned! {span=>
-            (match #database {
-                #value => (#observe, #value).1
-            })
-        });
+        *expr = observed_first(observe, expr.clone());
         true
     }
 
@@ -518,29 +526,10 @@ impl Finder<'_> {
         // `match`'s copy of a statement in each branch, so that no block is a `match`'s
         // scrutinee, which clippy would lay at the user's door. (Any other `if` or `match`
         // awaited is observed whole: a branch of it may diverge.)
-        let copies = hands_a_statement_on(value);
-        match strip_parens(value) {
-            Expr::Block(block) if block.block.stmts.last().is_some_and(is_tail) => {
-                let mut block = block.clone();
-                self.hand_over_tail(&mut block.block);
-                return block.into_token_stream();
-            }
-            Expr::If(branch) if copies => {
-                let mut branch = branch.clone();
-                self.hand_over_tail(&mut branch.then_branch);
-                if let Some((_, otherwise)) = &mut branch.else_branch {
-                    **otherwise = Expr::Verbatim(self.handed_over(otherwise));
-                }
-                return branch.into_token_stream();
-            }
-            Expr::Match(choice) if copies => {
-                let mut choice = choice.clone();
-                for arm in &mut choice.arms {
-                    *arm.body = Expr::Verbatim(self.handed_over(&arm.body));
-                }
-                return choice.into_token_stream();
-            }
-            _ => {}
+        if self.branches_hand_over(value) {
+            let mut value = value.clone();
+            self.hand_over_in_place(&mut value);
+            return value.into_token_stream();
         }
         self.observes_held = true;
         let private = &self.names.private;
@@ -548,6 +537,16 @@ impl Finder<'_> {
         let own = own_call(private, ".await", span);
         let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
         let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
+        // A labelled block gives its value by `break` too: it is bound whole (its own
+        // temporaries end with it), not a `match`'s scrutinee.
+        if matches!(strip_parens(value), Expr::Block(block) if block.label.is_some()) {
+            return quote_spanned! {span=>
+                {
+                    let #recv = #value;
+                    (#observe, #recv).1
+                }
+            };
+        }
         quote_spanned! {span=>
             match #value {
                 #recv => (#observe, #recv).1
@@ -555,10 +554,49 @@ impl Finder<'_> {
         }
     }
 
-    /// [`handed_over`](Self::handed_over) of the value `block` gives.
+    /// Whether `value` gives what it gives in branches, each observed where it gives it
+    /// ([`hand_over_in_place`](Self::hand_over_in_place)): an unlabelled block with a
+    /// value, and an `if` or a `match` of copies (any other awaited is observed whole: a
+    /// branch of it may diverge).
+    fn branches_hand_over(&self, value: &Expr) -> bool {
+        match strip_parens(value) {
+            Expr::Block(block) => {
+                block.label.is_none() && block.block.stmts.last().is_some_and(is_tail)
+            }
+            Expr::If(_) | Expr::Match(_) => hands_a_statement_on(value, &self.copies),
+            _ => false,
+        }
+    }
+
+    /// [`handed_over`](Self::handed_over) of `value` where each of its branches gives it,
+    /// the branches kept as syntax (a block handed back as tokens would be one inside an
+    /// invisible group, which rustc's `unused_braces` lays at the user's door).
+    fn hand_over_in_place(&mut self, value: &mut Expr) {
+        if !self.branches_hand_over(value) {
+            *value = Expr::Verbatim(self.handed_over(value));
+            return;
+        }
+        match strip_parens_mut(value) {
+            Expr::Block(block) => self.hand_over_tail(&mut block.block),
+            Expr::If(branch) => {
+                self.hand_over_tail(&mut branch.then_branch);
+                if let Some((_, otherwise)) = &mut branch.else_branch {
+                    self.hand_over_in_place(otherwise);
+                }
+            }
+            Expr::Match(choice) => {
+                for arm in &mut choice.arms {
+                    self.hand_over_in_place(&mut arm.body);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// [`hand_over_in_place`](Self::hand_over_in_place) of the value `block` gives.
     fn hand_over_tail(&mut self, block: &mut syn::Block) {
         if let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last_mut() {
-            *tail = Expr::Verbatim(self.handed_over(tail));
+            self.hand_over_in_place(tail);
         }
     }
 
@@ -576,15 +614,9 @@ impl Finder<'_> {
             return;
         }
         match strip_parens(value) {
-            _ if hands_a_statement_on(value) => {}
-            // A name bound once to a copy, owned (or a shared reference), moved as it
+            // A name bound once to a copy is owned (or a shared reference), and moved as it
             // would be by the call.
-            Expr::Path(path)
-                if path.qself.is_none()
-                    && path
-                        .path
-                        .get_ident()
-                        .is_some_and(|ident| self.copies.contains(&name(ident))) => {}
+            _ if hands_a_statement_on(value, &self.copies) => {}
             Expr::Async(_)
             | Expr::Block(_)
             | Expr::Macro(_)
@@ -748,14 +780,22 @@ impl Finder<'_> {
 
 /// Whether `value`, handed to a function or a method, is a statement's copy or a statement
 /// bound there: `.clone()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and
-/// `.bind_refs(..)` (with `?` or not, on whatever receiver), or a block giving one. Each
-/// has a type of its own, known without the call it is handed to, so moving it through an
-/// observation neither changes what the call is given nor needs the call to infer it.
-fn hands_a_statement_on(value: &Expr) -> bool {
+/// `.bind_refs(..)` with their argument (on whatever receiver), any of these through
+/// `?`, `.unwrap()`, `.expect(..)`, `.map_err(..)`, `.context(..)` or `.with_context(..)`,
+/// a name bound once to one (`copies`), or a block, an `if` or a `match` giving one in
+/// every branch. Each has a type of its own, known without the call it is handed to, so
+/// moving it through an observation neither changes what the call is given nor needs the
+/// call to infer it (a `bind()` of the user's generic in its output would).
+fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
+    let on = |value: &Expr| hands_a_statement_on(value, copies);
     match strip_parens(value) {
         Expr::MethodCall(call) => match call.method.to_string().as_str() {
             "clone" | "to_owned" => call.args.is_empty(),
-            "bind" | "bind_refs" => true,
+            "bind" | "bind_refs" => call.args.len() == 1,
+            "unwrap" => call.args.is_empty() && on(&call.receiver),
+            "expect" | "map_err" | "context" | "with_context" => {
+                call.args.len() == 1 && on(&call.receiver)
+            }
             _ => false,
         },
         Expr::Call(call) => {
@@ -763,25 +803,48 @@ fn hands_a_statement_on(value: &Expr) -> bool {
                 && matches!(&*call.func, Expr::Path(path)
                     if path.path.segments.last().is_some_and(|s| s.ident == "clone" || s.ident == "to_owned"))
         }
-        Expr::Try(tried) => hands_a_statement_on(&tried.expr),
-        Expr::Block(block) if block.label.is_none() => gives_a_statement(&block.block),
+        Expr::Path(path) => {
+            path.qself.is_none()
+                && path
+                    .path
+                    .get_ident()
+                    .is_some_and(|ident| copies.contains(&name(ident)))
+        }
+        Expr::Try(tried) => on(&tried.expr),
+        Expr::Block(block) => gives_a_statement(&block.block, copies),
         // `if c { a.clone() } else { b.clone() }`: every branch gives one.
         Expr::If(branch) => {
-            gives_a_statement(&branch.then_branch)
+            gives_a_statement(&branch.then_branch, copies)
                 && branch
                     .else_branch
                     .as_ref()
-                    .is_some_and(|(_, otherwise)| hands_a_statement_on(otherwise))
+                    .is_some_and(|(_, otherwise)| on(otherwise))
         }
         Expr::Match(choice) => {
-            !choice.arms.is_empty()
-                && choice
-                    .arms
-                    .iter()
-                    .all(|arm| hands_a_statement_on(&arm.body))
+            !choice.arms.is_empty() && choice.arms.iter().all(|arm| on(&arm.body))
         }
         _ => false,
     }
+}
+
+/// The type a path to an associated function names: `<T>::f`'s `T`, `a::T::f`'s `a::T`.
+fn path_type(func: &Expr) -> Option<TokenStream> {
+    let Expr::Path(path) = func else {
+        return None;
+    };
+    if let Some(qself) = &path.qself {
+        return Some(qself.ty.to_token_stream());
+    }
+    let mut owner = path.path.clone();
+    owner.segments.pop()?;
+    // The trailing `::` left by the pop.
+    let owner: Punctuated<syn::PathSegment, Token![::]> = owner
+        .segments
+        .into_pairs()
+        .map(syn::punctuated::Pair::into_value)
+        .collect();
+    let leading = path.path.leading_colon;
+    Some(quote!(#leading #owner))
 }
 
 /// Whether `stmt` is a block's value: an expression without a semicolon.
@@ -790,8 +853,8 @@ fn is_tail(stmt: &syn::Stmt) -> bool {
 }
 
 /// Whether a block's value is one [`hands_a_statement_on`] takes.
-fn gives_a_statement(block: &syn::Block) -> bool {
-    matches!(block.stmts.last(), Some(syn::Stmt::Expr(tail, None)) if hands_a_statement_on(tail))
+fn gives_a_statement(block: &syn::Block, copies: &HashSet<String>) -> bool {
+    matches!(block.stmts.last(), Some(syn::Stmt::Expr(tail, None)) if hands_a_statement_on(tail, copies))
 }
 
 /// `(observation, value).1`: `value`, once `observation` ran, as a tuple of syntax, not of
