@@ -463,3 +463,27 @@ async fn a_retry_reads_the_failures_its_attempt_was_left_when_the_error_drops_th
     assert_eq!(result, Err(Lossy));
     assert_eq!(calls_with(&db, READ), 1, "the caller's verdict stands");
 }
+
+/// A `Retry` whose attempt may write (not declared read-only): a failure a method of its
+/// attempt swallowed is not what its own error stands for, and a direct write after it,
+/// out of d1-retry's sight, may have completed. Its error that tells no class stays
+/// permanent, and the write is made once.
+#[tokio::test(start_paused = true)]
+async fn a_retry_that_may_write_does_not_take_a_swallowed_failure_for_its_error() {
+    let db = not_executed_once(READ);
+    let repo = Repo { db: db.clone() };
+    let result = Retry::new("orders.place")
+        .policy(NO_BUDGET)
+        .run(|| async {
+            let _cached = repo.order_count_lossy().await.ok();
+            repo.db
+                .prepare("INSERT INTO orders (item) VALUES ('direct')")
+                .run()
+                .await
+                .map_err(|_| Lossy)?;
+            Err::<(), _>(Lossy)
+        })
+        .await;
+    assert_eq!(result, Err(Lossy));
+    assert_eq!(landed(&db, "direct"), 1, "the direct write was made once");
+}

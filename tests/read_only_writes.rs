@@ -865,3 +865,37 @@ async fn a_prepare_that_is_not_d1_s_stops_a_read_only_body_from_running_again() 
         );
     }
 }
+
+/// A query builder of the user's whose `bind` returns `&mut Self`, bound to a name and
+/// handed to a function twice: the name is a `&mut` each call reborrows, not a statement's
+/// copy, and the body still compiles (E0382 when it was moved through an observation).
+struct Builder {
+    args: Vec<i64>,
+}
+
+impl Builder {
+    fn bind(&mut self, value: i64) -> &mut Self {
+        self.args.push(value);
+        self
+    }
+}
+
+fn arg_count(builder: &mut Builder) -> usize {
+    builder.args.len()
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn bound_twice_then_count(db: &D1Database, builder: &mut Builder) -> Result<i64, Error> {
+    let bound = builder.bind(3);
+    let first = arg_count(bound);
+    let again = arg_count(bound);
+    Ok(orders(db).await? + (first + again) as i64)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_builder_s_mut_bind_bound_to_a_name_is_reborrowed() {
+    let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
+    let mut builder = Builder { args: Vec::new() };
+    assert_eq!(bound_twice_then_count(&db, &mut builder).await.unwrap(), 4);
+    assert_eq!(builder.args, [3, 3], "the body ran again");
+}

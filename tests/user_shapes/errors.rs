@@ -256,6 +256,19 @@ impl Stats {
         self.count_missing().await
     }
 
+    /// The same, the missing table read by the body itself, whose error tells D1's
+    /// permanent class: it stands, whatever the swallowed failure left.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn swallowed_then_told(&self) -> Result<i64, Error> {
+        let _ = self.count_lossy().await;
+        let c = self
+            .db
+            .prepare("SELECT count(*) AS n FROM missing_table")
+            .first::<Count>(None)
+            .await?;
+        Ok(n(c))
+    }
+
     #[d1_retry(policy = NO_BUDGET)]
     async fn count_missing(&self) -> Result<i64, Lossy> {
         let c = self
@@ -355,5 +368,11 @@ async fn a_lossy_error_takes_the_class_not_the_right_to_run_again() {
     fail_once(&db, READ_N, Message::CannotResolve, Timing::BeforeExecution);
     let result = Stats { db: db.clone() }.swallowed_then_missing().await;
     assert_eq!(result, Err(Lossy::Database));
+    assert_eq!(calls_with(&db, "missing_table"), 1, "not run again");
+
+    let db = database();
+    fail_once(&db, READ_N, Message::CannotResolve, Timing::BeforeExecution);
+    let result = Stats { db: db.clone() }.swallowed_then_told().await;
+    assert!(result.is_err());
     assert_eq!(calls_with(&db, "missing_table"), 1, "not run again");
 }

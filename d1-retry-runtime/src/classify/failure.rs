@@ -18,7 +18,9 @@ use crate::classify::{ChainText, classify_chain, classify_display};
 /// decides and logs; the error itself is never moved or changed.
 #[derive(Clone, Copy)]
 pub struct Failure<'e> {
-    class: FailureClass,
+    /// The class the error told; `None` when it told none (no text of it is D1's), which
+    /// is permanent, unless the D1 failures behind it say otherwise ([`or_left`](Self::or_left)).
+    told: Option<FailureClass>,
     text: Text<'e>,
 }
 
@@ -37,9 +39,9 @@ impl<'e> Failure<'e> {
     /// when a deeper link decided, `: ` and the first line of that link. Formatting it reads
     /// only those two links: the chain is not walked or classified again.
     pub fn from_error(error: &'e (dyn Error + 'static)) -> Self {
-        let (class, text) = classify_chain(error);
+        let (told, text) = classify_chain(error);
         Failure {
-            class,
+            told,
             text: Text::Chain(text),
         }
     }
@@ -52,9 +54,9 @@ impl<'e> Failure<'e> {
     pub(crate) fn of<E: Error + 'static>(error: &'e E) -> Self {
         #[cfg(feature = "worker")]
         if let Some(error) = (error as &dyn core::any::Any).downcast_ref::<worker::Error>() {
-            let (class, text) = crate::classify::classify_worker_chain(error);
+            let (told, text) = crate::classify::classify_worker_chain(error);
             return Failure {
-                class,
+                told,
                 text: Text::Chain(text),
             };
         }
@@ -65,7 +67,7 @@ impl<'e> Failure<'e> {
     /// Its `Display` is the value's own.
     pub fn from_display(error: &'e dyn fmt::Display) -> Self {
         Failure {
-            class: classify_display(error),
+            told: classify_display(error),
             text: Text::Display(error),
         }
     }
@@ -73,25 +75,33 @@ impl<'e> Failure<'e> {
     /// A failure whose class was decided by the caller. Its `Display` is the value's own.
     pub fn with_class(class: FailureClass, error: &'e dyn fmt::Display) -> Self {
         Failure {
-            class,
+            told: Some(class),
             text: Text::Display(error),
         }
     }
 
     /// The failure's class.
     pub fn class(&self) -> FailureClass {
-        self.class
+        self.told.unwrap_or(FailureClass::Permanent)
     }
 
     /// A whole attempt's failure, where `left` is the least retryable class of the failures
-    /// D1 calls within the attempt left to it: the attempt's error only tells that class
-    /// when it carries the D1 call's error. An error that does not
-    /// (`.map_err(|_| AppError::Database)?`) reads as permanent, since its text is not
-    /// D1's, and takes the class of those D1 failures instead; an error that does tells the
-    /// same class. Its text stays the error's own.
+    /// D1 calls within the attempt left to it: the attempt's error only tells a class when
+    /// it carries a D1 call's error. An error that tells none
+    /// (`.map_err(|_| AppError::Database)?`, whose text is not D1's) takes the class of
+    /// those D1 failures instead of permanent; an error that tells one, permanent
+    /// included (`no such table`), keeps it. Its text stays the error's own.
+    ///
+    /// Only for an attempt that may run again whatever it wrote, as far as d1-retry sees:
+    /// a `read_only` one, whose writes it watches, or an `idempotent` one. An attempt that
+    /// may write out of d1-retry's sight (a `Retry` not declared either) must not: its
+    /// direct write may have completed after the failure left.
     pub(crate) fn or_left(self, left: Option<FailureClass>) -> Self {
-        match left {
-            Some(class) if self.class == FailureClass::Permanent => Failure { class, ..self },
+        match (self.told, left) {
+            (None, Some(class)) => Failure {
+                told: Some(class),
+                ..self
+            },
             _ => self,
         }
     }
@@ -109,7 +119,7 @@ impl fmt::Display for Failure<'_> {
 impl fmt::Debug for Failure<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Failure")
-            .field("class", &self.class)
+            .field("class", &self.class())
             .field("text", &format_args!("{self}"))
             .finish()
     }
@@ -230,7 +240,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_permanent_failure_takes_the_class_left_and_keeps_its_text() {
+    fn a_failure_that_tells_no_class_takes_the_class_left_and_keeps_its_text() {
         let lossy = "database error";
         let failure = Failure::from_display(&lossy);
         assert_eq!(failure.class(), FailureClass::Permanent);
@@ -244,6 +254,20 @@ mod tests {
             told.class(),
             FailureClass::MaybeExecuted,
             "an error that tells decides"
+        );
+        let constraint = "D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT";
+        let told = Failure::from_display(&constraint);
+        assert_eq!(told.class(), FailureClass::Permanent);
+        assert_eq!(
+            told.or_left(Some(FailureClass::NotExecuted)).class(),
+            FailureClass::Permanent,
+            "a permanent class told stands"
+        );
+        let decided = Failure::with_class(FailureClass::Permanent, &lossy);
+        assert_eq!(
+            decided.or_left(Some(FailureClass::NotExecuted)).class(),
+            FailureClass::Permanent,
+            "a class the caller decided stands"
         );
     }
 

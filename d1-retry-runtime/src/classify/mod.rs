@@ -251,21 +251,23 @@ pub fn classify(error: &(dyn Error + 'static)) -> FailureClass {
 /// and reads no other, so a chain is walked and classified once per failure.
 pub(crate) fn classify_chain<'e>(
     error: &'e (dyn Error + 'static),
-) -> (FailureClass, ChainText<'e>) {
+) -> (Option<FailureClass>, ChainText<'e>) {
     classified(walk(error))
 }
 
 /// [`classify_chain`] for a `worker::Error`, read as the outermost link without being made a
 /// `dyn Error` (see [`Link::worker`]).
 #[cfg(feature = "worker")]
-pub(crate) fn classify_worker_chain(error: &worker::Error) -> (FailureClass, ChainText<'_>) {
+pub(crate) fn classify_worker_chain(
+    error: &worker::Error,
+) -> (Option<FailureClass>, ChainText<'_>) {
     classified(walk_from(Link::worker(error)))
 }
 
-fn classified(walk: Walk<'_>) -> (FailureClass, ChainText<'_>) {
-    let class = walk
-        .decision
-        .map_or(FailureClass::Permanent, |decision| decision.class);
+/// The class a recognized link told, `None` when no link told one (a text that is not
+/// D1's, which is permanent), and the chain's text.
+fn classified(walk: Walk<'_>) -> (Option<FailureClass>, ChainText<'_>) {
+    let class = walk.decision.map(|decision| decision.class);
     let decider = walk
         .decision
         .filter(|decision| decision.depth > 0)
@@ -279,8 +281,8 @@ fn classified(walk: Walk<'_>) -> (FailureClass, ChainText<'_>) {
 
 /// Classifies a value that is only `Display` (a `String`, `anyhow`-like errors without a
 /// chain) by its text, as [`classify`] reads one link.
-pub(crate) fn classify_display(error: &dyn fmt::Display) -> FailureClass {
-    head::text_class(error).unwrap_or(FailureClass::Permanent)
+pub(crate) fn classify_display(error: &dyn fmt::Display) -> Option<FailureClass> {
+    head::text_class(error)
 }
 
 /// The text logged as `d1.failure` for a classified chain: the first line of the outermost
@@ -462,7 +464,7 @@ mod tests {
     fn the_chain_text_keeps_the_outer_and_the_deciding_link_only() {
         let error = chain(&["loading user", "D1_ERROR", "Network connection lost."]);
         let (class, text) = classify_chain(&error);
-        assert_eq!(class, FailureClass::MaybeExecuted);
+        assert_eq!(class, Some(FailureClass::MaybeExecuted));
         assert_eq!(text.outer.to_text(), "loading user");
         assert_eq!(
             text.decider.map(|link| link.to_text()),

@@ -241,7 +241,7 @@ impl<'a, S: Sleeper> Retry<'a, S> {
                 }
                 Err(error) => error,
             };
-            let failure = classifier.failure(&error, watched.left());
+            let failure = classifier.failure(&error, left_to(access, &watched));
             match driver.next_delay(&failure, after(access, &watched)) {
                 Some(delay) => {
                     // Dropped before the wait, so a `!Send` error never lives across it.
@@ -284,9 +284,10 @@ impl<'a, S: Sleeper> Retry<'a, S> {
                     settle_write(begun);
                     return Ok(value);
                 }
-                Ok(Err(error)) => match driver
-                    .next_delay(&Failure::from_error(&error).or_left(watched.left()), access)
-                {
+                Ok(Err(error)) => match driver.next_delay(
+                    &Failure::from_error(&error).or_left(left_to(begun, &watched)),
+                    access,
+                ) {
                     Some(delay) => delay,
                     None => {
                         settle_write(begun);
@@ -334,6 +335,17 @@ fn after<F>(access: Access, watched: &Watched<'_, F>) -> Access {
         Access::ReadOnly => access,
         _ if watched.wrote() => Access::WroteBefore,
         _ => access,
+    }
+}
+
+/// The failures D1 calls within the attempt left to it, for an error that tells no class
+/// ([`Failure::or_left`]): only in an attempt declared read-only or idempotent. One that
+/// may write may have made a direct write, out of d1-retry's sight, after the failure it
+/// was left, so its silent error stays permanent.
+fn left_to<F>(access: Access, watched: &Watched<'_, F>) -> Option<FailureClass> {
+    match access {
+        Access::ReadOnly | Access::Idempotent => watched.left(),
+        _ => None,
     }
 }
 

@@ -182,7 +182,7 @@ impl Finder<'_> {
         {
             if self.made_in_sight(&init.expr) {
                 self.sighted.insert(name(&ident.ident));
-            } else if hands_a_statement_on(&init.expr, &self.copies) {
+            } else if owned_copy(&init.expr, &self.copies) {
                 self.copies.insert(name(&ident.ident));
             }
         }
@@ -850,6 +850,28 @@ fn path_type(func: &Expr) -> Option<TokenStream> {
 /// Whether `stmt` is a block's value: an expression without a semicolon.
 fn is_tail(stmt: &syn::Stmt) -> bool {
     matches!(stmt, syn::Stmt::Expr(_, None))
+}
+
+/// Whether `value` is a copy it owns: a `.clone()`, `.to_owned()` or `Clone::clone(..)`,
+/// then bound, unwrapped or through `?` ([`hands_a_statement_on`]'s forms), or a name bound
+/// to one. Only such a name is moved through an observation: a builder's `bind(&mut self)
+/// -> &mut Self` bound to a name is a `&mut` the calls it is handed to reborrow.
+fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
+    let on = |value: &Expr| owned_copy(value, copies);
+    match strip_parens(value) {
+        Expr::MethodCall(call) => match call.method.to_string().as_str() {
+            "clone" | "to_owned" => call.args.is_empty(),
+            "unwrap" => call.args.is_empty() && on(&call.receiver),
+            "bind" | "bind_refs" | "expect" | "map_err" | "context" | "with_context" => {
+                call.args.len() == 1 && on(&call.receiver)
+            }
+            _ => false,
+        },
+        Expr::Call(_) => hands_a_statement_on(value, copies),
+        Expr::Try(tried) => on(&tried.expr),
+        Expr::Path(_) => hands_a_statement_on(value, copies),
+        _ => false,
+    }
 }
 
 /// Whether a block's value is one [`hands_a_statement_on`] takes.
