@@ -589,6 +589,53 @@ mod tests {
     }
 
     #[test]
+    fn of_two_failures_left_the_least_retryable_stands_in_either_order() {
+        use FailureClass::{MaybeExecuted, NotExecuted, Permanent};
+        for (a, b, least) in [
+            (NotExecuted, Permanent, Permanent),
+            (Permanent, NotExecuted, Permanent),
+            (NotExecuted, MaybeExecuted, MaybeExecuted),
+            (MaybeExecuted, NotExecuted, MaybeExecuted),
+            (MaybeExecuted, Permanent, Permanent),
+            (NotExecuted, NotExecuted, NotExecuted),
+        ] {
+            assert_eq!(least_retryable(Some(a), Some(b)), Some(least), "{a} {b}");
+            assert_eq!(least_retryable(Some(a), None), Some(a));
+            assert_eq!(least_retryable(None, Some(b)), Some(b));
+        }
+        assert_eq!(least_retryable(None, None), None);
+    }
+
+    #[test]
+    fn a_retry_s_attempt_keeps_the_failures_left_across_its_polls() {
+        let mut yielded = false;
+        let mut attempt = core::pin::pin!(async {
+            leave(FailureClass::NotExecuted);
+            core::future::poll_fn(|_| {
+                if core::mem::replace(&mut yielded, true) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+            .await;
+            leave(FailureClass::MaybeExecuted);
+        });
+        let mut watched = Watched::new(attempt.as_mut(), true);
+        let waker = core::task::Waker::noop();
+        let mut cx = Context::from_waker(waker);
+        assert!(Pin::new(&mut watched).poll(&mut cx).is_pending());
+        assert_eq!(watched.left(), Some(FailureClass::NotExecuted));
+        assert!(Pin::new(&mut watched).poll(&mut cx).is_ready());
+        assert_eq!(watched.left(), Some(FailureClass::MaybeExecuted));
+        assert_eq!(
+            SCOPES.with(Cell::get).left,
+            None,
+            "set back outside the attempt"
+        );
+    }
+
+    #[test]
     fn each_attempt_reads_the_failures_left_in_its_own_polls() {
         let left = || SCOPES.with(Cell::get).left;
         leave(FailureClass::NotExecuted);
