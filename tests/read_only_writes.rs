@@ -190,9 +190,13 @@ enum Shape {
     /// A copy chosen by `if`, awaited itself (each branch observed in place, with no
     /// warning at its braces).
     AwaitedIf,
+    /// A copy chosen by `match`, its other arms leaving the function, handed on.
+    HandedDiverging,
+    /// A copy taken by `.cloned()` from a list's element, handed on.
+    HandedCloned,
 }
 
-const SHAPES: [Shape; 28] = [
+const SHAPES: [Shape; 30] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -221,6 +225,8 @@ const SHAPES: [Shape; 28] = [
     Shape::AwaitedLabelled,
     Shape::HandedLabelled,
     Shape::AwaitedIf,
+    Shape::HandedDiverging,
+    Shape::HandedCloned,
 ];
 
 /// An error of the caller's, for `map_err`.
@@ -389,6 +395,18 @@ impl Kept {
                 })
                 .await?;
             }
+            Shape::HandedDiverging => {
+                awaited(match sql.len() {
+                    0 => return Ok(-1),
+                    1 => Err(Error::from("no SQL"))?,
+                    _ => self.statement.clone(),
+                })
+                .await?;
+            }
+            Shape::HandedCloned => {
+                let statements = [self.statement.clone()];
+                awaited(statements.first().cloned().unwrap()).await?;
+            }
             Shape::AwaitedIf => {
                 (if sql.is_empty() {
                     self.statement.to_owned()
@@ -477,7 +495,11 @@ impl Kept {
             Shape::HandedUnwrapped => {
                 awaited(self.statement.clone().bind(&[]).unwrap()).await?;
             }
-            Shape::AwaitedLabelled | Shape::HandedLabelled | Shape::AwaitedIf => {
+            Shape::AwaitedLabelled
+            | Shape::HandedLabelled
+            | Shape::AwaitedIf
+            | Shape::HandedDiverging
+            | Shape::HandedCloned => {
                 awaited('kept: {
                     if !sql.is_empty() {
                         break 'kept self.statement.to_owned();
@@ -898,4 +920,44 @@ async fn a_builder_s_mut_bind_bound_to_a_name_is_reborrowed() {
     let mut builder = Builder { args: Vec::new() };
     assert_eq!(bound_twice_then_count(&db, &mut builder).await.unwrap(), 4);
     assert_eq!(builder.args, [3, 3], "the body ran again");
+}
+
+/// A query builder of the user's whose one-argument `bind` is generic in its output, which
+/// the call it is handed to decides: not a statement bound (no `?`), and it compiles.
+struct Query;
+
+impl Query {
+    fn bind<T: From<u8>>(&self, value: u8) -> T {
+        T::from(value)
+    }
+}
+
+fn takes_u32(value: u32) -> i64 {
+    i64::from(value)
+}
+
+fn takes_display(value: Box<dyn core::fmt::Display>) -> i64 {
+    value.to_string().len() as i64
+}
+
+/// A labelled block whose `break` and value have two types that the argument coerces to
+/// one (`Box<dyn Display>`): observed where each is given, the coercion still applies.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn coerced_then_count(db: &D1Database, query: &Query, wide: bool) -> Result<i64, Error> {
+    let number = Box::new(7_i32);
+    let text = Box::new(String::from("seven"));
+    let shown = takes_display('shown: {
+        if wide {
+            break 'shown number.clone();
+        }
+        text.clone()
+    });
+    Ok(orders(db).await? + takes_u32(query.bind(3)) + shown)
+}
+
+#[tokio::test(start_paused = true)]
+async fn values_whose_type_the_call_decides_still_compile_and_run() {
+    let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
+    assert_eq!(coerced_then_count(&db, &Query, true).await.unwrap(), 4);
+    assert_eq!(coerced_then_count(&db, &Query, false).await.unwrap(), 8);
 }

@@ -9,6 +9,7 @@ use quote::{ToTokens, quote, quote_spanned};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
 use syn::{Expr, ExprMethodCall, Local, Macro, Pat, Token};
 
 use super::{Finder, Statements};
@@ -560,10 +561,12 @@ impl Finder<'_> {
     /// branch of it may diverge).
     fn branches_hand_over(&self, value: &Expr) -> bool {
         match strip_parens(value) {
-            Expr::Block(block) => {
-                block.label.is_none() && block.block.stmts.last().is_some_and(is_tail)
+            Expr::Block(block) if block.label.is_none() => {
+                block.block.stmts.last().is_some_and(is_tail)
             }
-            Expr::If(_) | Expr::Match(_) => hands_a_statement_on(value, &self.copies),
+            Expr::Block(_) | Expr::If(_) | Expr::Match(_) => {
+                hands_a_statement_on(value, &self.copies)
+            }
             _ => false,
         }
     }
@@ -572,12 +575,26 @@ impl Finder<'_> {
     /// the branches kept as syntax (a block handed back as tokens would be one inside an
     /// invisible group, which rustc's `unused_braces` lays at the user's door).
     fn hand_over_in_place(&mut self, value: &mut Expr) {
+        if diverges(value) {
+            return;
+        }
         if !self.branches_hand_over(value) {
             *value = Expr::Verbatim(self.handed_over(value));
             return;
         }
         match strip_parens_mut(value) {
-            Expr::Block(block) => self.hand_over_tail(&mut block.block),
+            Expr::Block(block) => {
+                if let Some(label) = block.label.as_ref().map(|label| label.name.ident.clone()) {
+                    let mut breaks = LabelledBreaks {
+                        finder: self,
+                        label,
+                    };
+                    for stmt in &mut block.block.stmts {
+                        breaks.visit_stmt_mut(stmt);
+                    }
+                }
+                self.hand_over_tail(&mut block.block);
+            }
             Expr::If(branch) => {
                 self.hand_over_tail(&mut branch.then_branch);
                 if let Some((_, otherwise)) = &mut branch.else_branch {
@@ -595,6 +612,9 @@ impl Finder<'_> {
 
     /// [`hand_over_in_place`](Self::hand_over_in_place) of the value `block` gives.
     fn hand_over_tail(&mut self, block: &mut syn::Block) {
+        if block_diverges(block) {
+            return;
+        }
         if let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last_mut() {
             self.hand_over_in_place(tail);
         }
@@ -779,22 +799,23 @@ impl Finder<'_> {
 }
 
 /// Whether `value`, handed to a function or a method, is a statement's copy or a statement
-/// bound there: `.clone()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and
-/// `.bind_refs(..)` with their argument (on whatever receiver), any of these through
-/// `?`, `.unwrap()`, `.expect(..)`, `.map_err(..)`, `.context(..)` or `.with_context(..)`,
-/// a name bound once to one (`copies`), or a block, an `if` or a `match` giving one in
-/// every branch. Each has a type of its own, known without the call it is handed to, so
-/// moving it through an observation neither changes what the call is given nor needs the
-/// call to infer it (a `bind()` of the user's generic in its output would).
+/// bound there: `.clone()`, `.cloned()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and
+/// `.bind_refs(..)` through `?`, `.unwrap()`, `.expect(..)`, `.map_err(..)`, `.context(..)`
+/// or `.with_context(..)` (a `Result`, whose type is known there), any of these, a name
+/// bound once to one (`copies`), or a block, an `if` or a `match` giving one in a branch
+/// and leaving by `return`, `break`, `continue`, `Err(..)?` or a panic in the others.
+/// Each has a type of its own, known without the call it is handed to, so moving it
+/// through an observation neither changes what the call is given nor needs the call to
+/// infer it (a `bind` of the user's generic in its output would).
 fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
     let on = |value: &Expr| hands_a_statement_on(value, copies);
+    let through = |value: &Expr| on(value) || is_bind(value);
     match strip_parens(value) {
         Expr::MethodCall(call) => match call.method.to_string().as_str() {
-            "clone" | "to_owned" => call.args.is_empty(),
-            "bind" | "bind_refs" => call.args.len() == 1,
-            "unwrap" => call.args.is_empty() && on(&call.receiver),
+            "clone" | "cloned" | "to_owned" => call.args.is_empty(),
+            "unwrap" => call.args.is_empty() && through(&call.receiver),
             "expect" | "map_err" | "context" | "with_context" => {
-                call.args.len() == 1 && on(&call.receiver)
+                call.args.len() == 1 && through(&call.receiver)
             }
             _ => false,
         },
@@ -810,21 +831,61 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
                     .get_ident()
                     .is_some_and(|ident| copies.contains(&name(ident)))
         }
-        Expr::Try(tried) => on(&tried.expr),
+        Expr::Try(tried) => through(&tried.expr),
         Expr::Block(block) => gives_a_statement(&block.block, copies),
-        // `if c { a.clone() } else { b.clone() }`: every branch gives one.
+        // `if c { a.clone() } else { b.clone() }`, or `else { return .. }`.
         Expr::If(branch) => {
-            gives_a_statement(&branch.then_branch, copies)
-                && branch
-                    .else_branch
-                    .as_ref()
-                    .is_some_and(|(_, otherwise)| on(otherwise))
+            let Some((_, otherwise)) = &branch.else_branch else {
+                return false;
+            };
+            let then_gives = gives_a_statement(&branch.then_branch, copies);
+            (then_gives || block_diverges(&branch.then_branch))
+                && (on(otherwise) || diverges(otherwise))
+                && (then_gives || on(otherwise))
         }
         Expr::Match(choice) => {
-            !choice.arms.is_empty() && choice.arms.iter().all(|arm| on(&arm.body))
+            choice.arms.iter().any(|arm| on(&arm.body))
+                && choice
+                    .arms
+                    .iter()
+                    .all(|arm| on(&arm.body) || diverges(&arm.body))
         }
         _ => false,
     }
+}
+
+/// `.bind(x)` or `.bind_refs(x)`: a statement bound, on whatever receiver.
+fn is_bind(value: &Expr) -> bool {
+    matches!(strip_parens(value), Expr::MethodCall(call)
+        if (call.method == "bind" || call.method == "bind_refs") && call.args.len() == 1)
+}
+
+/// Whether evaluating `value` leaves where it stands, giving nothing: `return`, `break`,
+/// `continue`, `Err(..)?`, std's panicking macros, or a block ending in one.
+fn diverges(value: &Expr) -> bool {
+    match strip_parens(value) {
+        Expr::Return(_) | Expr::Break(_) | Expr::Continue(_) => true,
+        Expr::Try(tried) => matches!(strip_parens(&tried.expr), Expr::Call(call)
+            if matches!(&*call.func, Expr::Path(path) if path.path.is_ident("Err"))),
+        Expr::Macro(mac) => is_panicking(&mac.mac),
+        Expr::Block(block) => block.label.is_none() && block_diverges(&block.block),
+        _ => false,
+    }
+}
+
+/// Whether a block ends in what [`diverges`].
+fn block_diverges(block: &syn::Block) -> bool {
+    match block.stmts.last() {
+        Some(syn::Stmt::Expr(last, _)) => diverges(last),
+        Some(syn::Stmt::Macro(mac)) => is_panicking(&mac.mac),
+        _ => false,
+    }
+}
+
+fn is_panicking(mac: &Macro) -> bool {
+    ["panic", "unreachable", "todo", "unimplemented"]
+        .iter()
+        .any(|name| mac.path.is_ident(name))
 }
 
 /// The type a path to an associated function names: `<T>::f`'s `T`, `a::T::f`'s `a::T`.
@@ -845,6 +906,35 @@ fn path_type(func: &Expr) -> Option<TokenStream> {
         .collect();
     let leading = path.path.leading_colon;
     Some(quote!(#leading #owner))
+}
+
+/// The values a labelled block gives by `break 'label value`, each observed where it is
+/// given ([`Finder::hand_over_in_place`]), not in closures, `async` blocks or items, whose
+/// `break` cannot leave the block.
+struct LabelledBreaks<'f, 'n> {
+    finder: &'f mut Finder<'n>,
+    label: Ident,
+}
+
+impl VisitMut for LabelledBreaks<'_, '_> {
+    fn visit_expr_mut(&mut self, expr: &mut Expr) {
+        match expr {
+            Expr::Break(leave)
+                if leave
+                    .label
+                    .as_ref()
+                    .is_some_and(|label| label.ident == self.label) =>
+            {
+                if let Some(value) = &mut leave.expr {
+                    self.finder.hand_over_in_place(value);
+                }
+            }
+            Expr::Closure(_) | Expr::Async(_) => {}
+            _ => syn::visit_mut::visit_expr_mut(self, expr),
+        }
+    }
+
+    fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
 
 /// Whether `stmt` is a block's value: an expression without a semicolon.
