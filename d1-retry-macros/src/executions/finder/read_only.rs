@@ -18,7 +18,7 @@ use crate::executions::bindings::keeps_the_sql;
 use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call};
 use crate::executions::syntax::{
-    Database, is_d1_path, is_place, is_place_expression, strip_parens, strip_parens_mut,
+    Database, is_d1_path, is_place, is_place_expression, path_type, strip_parens, strip_parens_mut,
 };
 use crate::executions::vocabulary::{
     STATEMENT_EXECUTIONS, execution_path, is_expression_macro, may_make_d1_call,
@@ -886,26 +886,6 @@ fn is_panicking(mac: &Macro) -> bool {
     ["panic", "unreachable", "todo", "unimplemented"]
         .iter()
         .any(|name| mac.path.is_ident(name))
-}
-
-/// The type a path to an associated function names: `<T>::f`'s `T`, `a::T::f`'s `a::T`.
-fn path_type(func: &Expr) -> Option<TokenStream> {
-    let Expr::Path(path) = func else {
-        return None;
-    };
-    if let Some(qself) = &path.qself {
-        return Some(qself.ty.to_token_stream());
-    }
-    let mut owner = path.path.clone();
-    owner.segments.pop()?;
-    // The trailing `::` left by the pop.
-    let owner: Punctuated<syn::PathSegment, Token![::]> = owner
-        .segments
-        .into_pairs()
-        .map(syn::punctuated::Pair::into_value)
-        .collect();
-    let leading = path.path.leading_colon;
-    Some(quote!(#leading #owner))
 }
 
 /// The values a labelled block gives by `break 'label value`, each observed where it is
