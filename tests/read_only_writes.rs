@@ -194,9 +194,15 @@ enum Shape {
     HandedDiverging,
     /// A copy taken by `.cloned()` from a list's element, handed on.
     HandedCloned,
+    /// A part of a copy bound by `let Some(s) = kept.clone() else ..`, handed on.
+    HandedLetElse,
+    /// Each element of a list's copy, bound by `for`, handed on.
+    HandedForEach,
+    /// A copy bound by `if let Some(s) = list.first().cloned()`, handed on.
+    HandedIfLet,
 }
 
-const SHAPES: [Shape; 30] = [
+const SHAPES: [Shape; 33] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -227,6 +233,9 @@ const SHAPES: [Shape; 30] = [
     Shape::AwaitedIf,
     Shape::HandedDiverging,
     Shape::HandedCloned,
+    Shape::HandedLetElse,
+    Shape::HandedForEach,
+    Shape::HandedIfLet,
 ];
 
 /// An error of the caller's, for `map_err`.
@@ -407,6 +416,25 @@ impl Kept {
                 let statements = [self.statement.clone()];
                 awaited(statements.first().cloned().unwrap()).await?;
             }
+            Shape::HandedLetElse => {
+                let kept: Option<D1PreparedStatement> = self.statement.clone().into();
+                let Some(found) = kept.clone() else {
+                    return Ok(-1);
+                };
+                awaited(found).await?;
+            }
+            Shape::HandedForEach => {
+                let statements = [self.statement.clone()];
+                for each in statements.clone() {
+                    awaited(each).await?;
+                }
+            }
+            Shape::HandedIfLet => {
+                let statements = [self.statement.clone()];
+                if let Some(first) = statements.first().cloned() {
+                    awaited(first).await?;
+                }
+            }
             Shape::AwaitedIf => {
                 (if sql.is_empty() {
                     self.statement.to_owned()
@@ -491,6 +519,25 @@ impl Kept {
             Shape::HandedName | Shape::HandedBlockName => {
                 let copy = self.statement.to_owned();
                 awaited(copy).await?;
+            }
+            Shape::HandedLetElse => {
+                let kept: Option<D1PreparedStatement> = self.statement.clone().into();
+                let Some(found) = kept.clone() else {
+                    return Ok(-1);
+                };
+                awaited(found).await?;
+            }
+            Shape::HandedForEach => {
+                let statements = [self.statement.clone()];
+                for each in statements.clone() {
+                    awaited(each).await?;
+                }
+            }
+            Shape::HandedIfLet => {
+                let statements = [self.statement.clone()];
+                if let Some(first) = statements.first().cloned() {
+                    awaited(first).await?;
+                }
             }
             Shape::HandedUnwrapped => {
                 awaited(self.statement.clone().bind(&[]).unwrap()).await?;

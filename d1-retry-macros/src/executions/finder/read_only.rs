@@ -172,7 +172,13 @@ impl Finder<'_> {
                 Pat::Ident(pat) => pat,
                 _ => return,
             },
-            _ => return,
+            pattern => {
+                // `let Some(s) = opt.clone() else { .. };`: parts of a copy.
+                if let Some(init) = &local.init {
+                    self.copies_bound(pattern, &init.expr);
+                }
+                return;
+            }
         };
         if ident.subpat.is_some() || ident.mutability.is_some() || ident.by_ref.is_some() {
             return;
@@ -185,6 +191,24 @@ impl Finder<'_> {
                 self.sighted.insert(name(&ident.ident));
             } else if owned_copy(&init.expr, &self.copies) {
                 self.copies.insert(name(&ident.ident));
+            }
+        }
+    }
+
+    /// In a `read_only` body, the names `pattern` binds to parts of `value` when `value` is
+    /// an owned copy ([`owned_copy`]): `let Some(s) = opt.clone() else ..`, `for s in
+    /// list.clone()`, `if let Some(s) = list.first().cloned()`. Each is owned (a copy holds
+    /// no `&mut`), so handed on by value it is moved as the call would move it. Only names
+    /// bound once, not `mut` and not `ref`, as for a `let` of one name.
+    pub(super) fn copies_bound(&mut self, pattern: &Pat, value: &Expr) {
+        if !self.observing() || !owned_copy(value, &self.copies) {
+            return;
+        }
+        let mut names = BoundNames(Vec::new());
+        syn::visit::Visit::visit_pat(&mut names, pattern);
+        for ident in names.0 {
+            if self.bindings.unique(&ident) {
+                self.copies.insert(name(&ident));
             }
         }
     }
@@ -917,12 +941,25 @@ impl VisitMut for LabelledBreaks<'_, '_> {
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
 }
 
+/// The names a pattern binds by value (not `ref`, not `mut`).
+struct BoundNames(Vec<Ident>);
+
+impl<'ast> syn::visit::Visit<'ast> for BoundNames {
+    fn visit_pat_ident(&mut self, ident: &'ast syn::PatIdent) {
+        if ident.by_ref.is_none() && ident.mutability.is_none() {
+            self.0.push(ident.ident.clone());
+        }
+        syn::visit::visit_pat_ident(self, ident);
+    }
+}
+
 /// Whether `stmt` is a block's value: an expression without a semicolon.
 fn is_tail(stmt: &syn::Stmt) -> bool {
     matches!(stmt, syn::Stmt::Expr(_, None))
 }
 
-/// Whether `value` is a copy it owns: a `.clone()`, `.to_owned()` or `Clone::clone(..)`,
+/// Whether `value` is a copy it owns: a `.clone()`, `.cloned()`, `.to_owned()` or
+/// `Clone::clone(..)`,
 /// then bound, unwrapped or through `?` ([`hands_a_statement_on`]'s forms), or a name bound
 /// to one. Only such a name is moved through an observation: a builder's `bind(&mut self)
 /// -> &mut Self` bound to a name is a `&mut` the calls it is handed to reborrow.
@@ -930,7 +967,7 @@ fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
     let on = |value: &Expr| owned_copy(value, copies);
     match strip_parens(value) {
         Expr::MethodCall(call) => match call.method.to_string().as_str() {
-            "clone" | "to_owned" => call.args.is_empty(),
+            "clone" | "cloned" | "to_owned" => call.args.is_empty(),
             "unwrap" => call.args.is_empty() && on(&call.receiver),
             "bind" | "bind_refs" | "expect" | "map_err" | "context" | "with_context" => {
                 call.args.len() == 1 && on(&call.receiver)

@@ -399,6 +399,17 @@ impl VisitMut for Finder<'_> {
                     *closure.body = syn::parse_quote!({ let #call = #init; #body });
                 }
             }
+            // The loop's or the condition's value first, then the names its pattern binds,
+            // before the body that may hand them on (`copies_bound`).
+            Expr::ForLoop(each) if self.observing() => {
+                self.visit_expr_mut(&mut each.expr);
+                self.copies_bound(&each.pat, &each.expr);
+                self.visit_block_mut(&mut each.body);
+            }
+            Expr::Let(bound) if self.observing() => {
+                self.visit_expr_mut(&mut bound.expr);
+                self.copies_bound(&bound.pat, &bound.expr);
+            }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
     }
