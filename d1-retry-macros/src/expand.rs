@@ -455,20 +455,17 @@ fn nameable_outside(path: &syn::Path, sig: &syn::Signature) -> bool {
 
 /// The names the function's parameters bind.
 fn parameters(sig: &syn::Signature) -> Vec<Ident> {
-    struct Names(Vec<Ident>);
-    impl syn::visit::Visit<'_> for Names {
-        fn visit_pat_ident(&mut self, pat: &syn::PatIdent) {
-            self.0.push(pat.ident.clone());
-            syn::visit::visit_pat_ident(self, pat);
-        }
-    }
-    let mut names = Names(Vec::new());
+    let mut names = Vec::new();
     for input in &sig.inputs {
         if let syn::FnArg::Typed(typed) = input {
-            syn::visit::Visit::visit_pat(&mut names, &typed.pat);
+            names.extend(
+                executions::bound_idents(&typed.pat)
+                    .into_iter()
+                    .map(|pat| pat.ident.clone()),
+            );
         }
     }
-    names.0
+    names
 }
 
 struct ExprAsyncParts<'a> {

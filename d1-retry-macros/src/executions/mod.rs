@@ -38,6 +38,8 @@ mod finder;
 mod generated;
 mod meeting;
 mod syntax;
+
+pub(crate) use syntax::bound_idents;
 #[cfg(test)]
 mod tests;
 mod vocabulary;

@@ -301,3 +301,19 @@ pub(super) fn method_by_path(call: &syn::ExprCall) -> bool {
         || (owner != "Self" && owner.starts_with(|c: char| c.is_ascii_uppercase()));
     on_a_type && STORING_METHODS.contains(&method.as_str())
 }
+
+/// The names a pattern binds, each with how it binds it (`ref`, `mut`): a function's
+/// parameters (`expand.rs`), and the parts of a copy a `read_only` body binds
+/// (`Finder::copies_bound`).
+pub(crate) fn bound_idents(pattern: &syn::Pat) -> Vec<&syn::PatIdent> {
+    struct Bound<'p>(Vec<&'p syn::PatIdent>);
+    impl<'p> syn::visit::Visit<'p> for Bound<'p> {
+        fn visit_pat_ident(&mut self, pat: &'p syn::PatIdent) {
+            self.0.push(pat);
+            syn::visit::visit_pat_ident(self, pat);
+        }
+    }
+    let mut bound = Bound(Vec::new());
+    syn::visit::Visit::visit_pat(&mut bound, pattern);
+    bound.0
+}

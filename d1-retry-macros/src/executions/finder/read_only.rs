@@ -18,7 +18,8 @@ use crate::executions::bindings::keeps_the_sql;
 use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call};
 use crate::executions::syntax::{
-    Database, is_d1_path, is_place, is_place_expression, path_type, strip_parens, strip_parens_mut,
+    Database, bound_idents, is_d1_path, is_place, is_place_expression, path_type, strip_parens,
+    strip_parens_mut,
 };
 use crate::executions::vocabulary::{
     STATEMENT_EXECUTIONS, execution_path, is_expression_macro, may_make_d1_call,
@@ -204,11 +205,10 @@ impl Finder<'_> {
         if !self.observing() || !owned_copy(value, &self.copies) {
             return;
         }
-        let mut names = BoundNames(Vec::new());
-        syn::visit::Visit::visit_pat(&mut names, pattern);
-        for ident in names.0 {
-            if self.bindings.unique(&ident) {
-                self.copies.insert(name(&ident));
+        for pat in bound_idents(pattern) {
+            if pat.by_ref.is_none() && pat.mutability.is_none() && self.bindings.unique(&pat.ident)
+            {
+                self.copies.insert(name(&pat.ident));
             }
         }
     }
@@ -939,18 +939,6 @@ impl VisitMut for LabelledBreaks<'_, '_> {
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
-}
-
-/// The names a pattern binds by value (not `ref`, not `mut`).
-struct BoundNames(Vec<Ident>);
-
-impl<'ast> syn::visit::Visit<'ast> for BoundNames {
-    fn visit_pat_ident(&mut self, ident: &'ast syn::PatIdent) {
-        if ident.by_ref.is_none() && ident.mutability.is_none() {
-            self.0.push(ident.ident.clone());
-        }
-        syn::visit::visit_pat_ident(self, ident);
-    }
 }
 
 /// Whether `stmt` is a block's value: an expression without a semicolon.
