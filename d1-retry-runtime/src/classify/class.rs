@@ -31,6 +31,19 @@ impl FailureClass {
     }
 }
 
+impl FailureClass {
+    /// How much the class allows, for keeping the least retryable of several: the links of
+    /// an error's chain (`classify`), the failures left to one attempt
+    /// (`retry::scope::least_retryable`).
+    pub(crate) const fn retryability(self) -> u8 {
+        match self {
+            Self::Permanent => 0,
+            Self::MaybeExecuted => 1,
+            Self::NotExecuted => 2,
+        }
+    }
+}
+
 impl fmt::Display for FailureClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

@@ -349,7 +349,7 @@ fn walk_from(outer: Link<'_>) -> Walk<'_> {
     let mut decision: Option<Decision<'_>> = None;
     for depth in 0..MAX_CHAIN_LEN {
         if let Some(class) = link.class() {
-            if decision.is_none_or(|decided| retryability(class) < retryability(decided.class)) {
+            if decision.is_none_or(|decided| class.retryability() < decided.class.retryability()) {
                 decision = Some(Decision { link, depth, class });
             }
             if class == FailureClass::Permanent {
@@ -362,15 +362,6 @@ fn walk_from(outer: Link<'_>) -> Walk<'_> {
         }
     }
     Walk { outer, decision }
-}
-
-/// How much a class allows: the walk keeps the least.
-const fn retryability(class: FailureClass) -> u8 {
-    match class {
-        FailureClass::Permanent => 0,
-        FailureClass::MaybeExecuted => 1,
-        FailureClass::NotExecuted => 2,
-    }
 }
 
 #[cfg(test)]

@@ -431,13 +431,12 @@ pub(crate) fn least_retryable(
     a: Option<FailureClass>,
     b: Option<FailureClass>,
 ) -> Option<FailureClass> {
-    let rank = |class: FailureClass| match class {
-        FailureClass::NotExecuted => 0,
-        FailureClass::MaybeExecuted => 1,
-        FailureClass::Permanent => 2,
-    };
     match (a, b) {
-        (Some(a), Some(b)) => Some(if rank(b) > rank(a) { b } else { a }),
+        (Some(a), Some(b)) => Some(if b.retryability() < a.retryability() {
+            b
+        } else {
+            a
+        }),
         (one, other) => one.or(other),
     }
 }
