@@ -200,9 +200,27 @@ enum Shape {
     HandedForEach,
     /// A copy bound by `if let Some(s) = list.first().cloned()`, handed on.
     HandedIfLet,
+    /// A copy bound by a `match` arm: `match stmt.clone().bind(&[]) { Ok(s) => .. }`.
+    HandedMatchArm,
+    /// Each element of an array of copies, bound to a name, then by `for`, handed on.
+    HandedArray,
+    /// A copy bound by a tuple's pattern: `let (s, n) = (stmt.clone(), 1)`, handed on.
+    HandedTuple,
+    /// A tuple's field of a name bound to a tuple of a copy: `awaited(pair.0)`.
+    HandedTupleField,
+    /// A struct's field of a name bound to a struct of a copy: `awaited(holder.statement)`.
+    HandedStructField,
+    /// A copy in a variant, bound again by `if let`: `let kept = Some(stmt.clone())`.
+    HandedVariant,
 }
 
-const SHAPES: [Shape; 33] = [
+/// A value of the user's holding a statement's copy.
+struct Holder {
+    statement: D1PreparedStatement,
+    note: &'static str,
+}
+
+const SHAPES: [Shape; 39] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -236,6 +254,12 @@ const SHAPES: [Shape; 33] = [
     Shape::HandedLetElse,
     Shape::HandedForEach,
     Shape::HandedIfLet,
+    Shape::HandedMatchArm,
+    Shape::HandedArray,
+    Shape::HandedTuple,
+    Shape::HandedTupleField,
+    Shape::HandedStructField,
+    Shape::HandedVariant,
 ];
 
 /// An error of the caller's, for `map_err`.
@@ -435,6 +459,42 @@ impl Kept {
                     awaited(first).await?;
                 }
             }
+            Shape::HandedMatchArm => match self.statement.clone().bind(&[]) {
+                Ok(bound) => {
+                    awaited(bound).await?;
+                }
+                Err(error) => return Err(error),
+            },
+            Shape::HandedArray => {
+                let statements = [self.statement.clone()];
+                for each in statements {
+                    awaited(each).await?;
+                }
+            }
+            Shape::HandedTuple => {
+                let (copy, n) = (self.statement.clone(), 1);
+                awaited(copy).await?;
+                assert_eq!(n, 1);
+            }
+            Shape::HandedTupleField => {
+                let pair = (self.statement.clone(), sql.len());
+                awaited(pair.0).await?;
+                assert_eq!(pair.1, sql.len());
+            }
+            Shape::HandedStructField => {
+                let holder = Holder {
+                    statement: self.statement.clone(),
+                    note: "kept",
+                };
+                awaited(holder.statement).await?;
+                assert_eq!(holder.note, "kept");
+            }
+            Shape::HandedVariant => {
+                let kept = Some(self.statement.clone());
+                if let Some(found) = kept {
+                    awaited(found).await?;
+                }
+            }
             Shape::AwaitedIf => {
                 (if sql.is_empty() {
                     self.statement.to_owned()
@@ -537,6 +597,42 @@ impl Kept {
                 let statements = [self.statement.clone()];
                 if let Some(first) = statements.first().cloned() {
                     awaited(first).await?;
+                }
+            }
+            Shape::HandedMatchArm => match self.statement.clone().bind(&[]) {
+                Ok(bound) => {
+                    awaited(bound).await?;
+                }
+                Err(error) => return Err(error),
+            },
+            Shape::HandedArray => {
+                let statements = [self.statement.clone()];
+                for each in statements {
+                    awaited(each).await?;
+                }
+            }
+            Shape::HandedTuple => {
+                let (copy, n) = (self.statement.clone(), 1);
+                awaited(copy).await?;
+                assert_eq!(n, 1);
+            }
+            Shape::HandedTupleField => {
+                let pair = (self.statement.clone(), sql.len());
+                awaited(pair.0).await?;
+                assert_eq!(pair.1, sql.len());
+            }
+            Shape::HandedStructField => {
+                let holder = Holder {
+                    statement: self.statement.clone(),
+                    note: "kept",
+                };
+                awaited(holder.statement).await?;
+                assert_eq!(holder.note, "kept");
+            }
+            Shape::HandedVariant => {
+                let kept = Some(self.statement.clone());
+                if let Some(found) = kept {
+                    awaited(found).await?;
                 }
             }
             Shape::HandedUnwrapped => {
@@ -702,14 +798,16 @@ async fn a_block_that_must_own_what_it_holds_still_compiles_and_runs() {
 }
 
 /// A `read_only` body that runs a batch of `sql` whose list it did not write out: collected
-/// by an iterator, or passed in.
+/// by an iterator, or passed in (and run by the method, or by its path).
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn batch_then_count(
     db: &D1Database,
     passed: Option<&[D1PreparedStatement]>,
     sql: &str,
+    by_path: bool,
 ) -> Result<i64, Error> {
     match passed {
+        Some(list) if by_path => D1Database::batch(db, list.to_vec()).await?,
         Some(list) => db.batch(list.to_vec()).await?,
         None => {
             db.batch(
@@ -728,19 +826,36 @@ async fn batch_then_count(
 async fn a_batch_out_of_sight_is_read_as_what_its_statements_hold() {
     const BATCH_INSERT: &str = "INSERT INTO orders (item) VALUES (?1)";
     const BATCH_READ: &str = "SELECT ?1 AS n";
-    for passed in [false, true] {
+    for (passed, by_path) in [(false, false), (true, false), (true, true)] {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let list = [db.prepare("INSERT INTO orders (item) VALUES ('passed')")];
         let list = passed.then_some(&list[..]);
         // Not run again; the read after the write is retried on its own.
-        assert!(batch_then_count(&db, list, BATCH_INSERT).await.is_ok());
-        assert_eq!(calls_with(&db, INSERT), 1, "passed: {passed}");
+        assert!(
+            batch_then_count(&db, list, BATCH_INSERT, by_path)
+                .await
+                .is_ok()
+        );
+        assert_eq!(
+            calls_with(&db, INSERT),
+            1,
+            "passed: {passed}, path: {by_path}"
+        );
 
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let list = [db.prepare("SELECT 4")];
         let list = passed.then_some(&list[..]);
-        assert_eq!(batch_then_count(&db, list, BATCH_READ).await.unwrap(), 0);
-        assert_eq!(calls_with(&db, READ), 2, "passed: {passed}");
+        assert_eq!(
+            batch_then_count(&db, list, BATCH_READ, by_path)
+                .await
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            calls_with(&db, READ),
+            2,
+            "passed: {passed}, path: {by_path}"
+        );
     }
 }
 
@@ -1007,4 +1122,182 @@ async fn values_whose_type_the_call_decides_still_compile_and_run() {
     let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
     assert_eq!(coerced_then_count(&db, &Query, true).await.unwrap(), 4);
     assert_eq!(coerced_then_count(&db, &Query, false).await.unwrap(), 8);
+}
+
+/// A type of the user's with an `exec` and a `batch` of its own, which archive the orders
+/// whatever text or statements they are handed: D1-shaped calls that write.
+struct Archiver {
+    db: D1Database,
+}
+
+impl Archiver {
+    async fn exec(&self, select: &str) -> Result<(), Error> {
+        self.db
+            .prepare(format!("INSERT INTO archive (item) {select}"))
+            .run()
+            .await
+            .map(drop)
+    }
+
+    async fn batch(&self, statements: Vec<D1PreparedStatement>) -> Result<(), Error> {
+        assert_eq!(statements.len(), 1);
+        self.exec("SELECT item FROM orders").await
+    }
+}
+
+/// A repository holding archivers, reached where the attribute cannot probe the receiver's
+/// type without evaluating it: an index that is not a literal, a macro, a place reached
+/// through a call.
+struct Archivers {
+    db: D1Database,
+    archivers: Vec<Archiver>,
+}
+
+macro_rules! archiver_of {
+    ($repo:expr) => {
+        $repo.archivers[0]
+    };
+}
+
+impl Archivers {
+    fn itself(&self) -> &Archivers {
+        self
+    }
+
+    /// Declared `read_only`; archives by `exec` or `batch` in the shape `how` picks, then
+    /// the nested read `orders`.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn archive_then_count(&self, how: usize, at: usize) -> Result<i64, Error> {
+        match how {
+            0 => self.archivers[at].exec("SELECT item FROM orders").await?,
+            1 => archiver_of!(self).exec("SELECT item FROM orders").await?,
+            2 => {
+                self.itself().archivers[0]
+                    .exec("SELECT item FROM orders")
+                    .await?
+            }
+            3 => {
+                let archiver = &self.archivers[at];
+                archiver
+                    .batch(vec![self.db.prepare("SELECT item FROM orders")])
+                    .await?;
+            }
+            _ => {
+                self.archivers[at]
+                    .batch(vec![self.db.prepare("SELECT item FROM orders")])
+                    .await?
+            }
+        }
+        orders(&self.db).await
+    }
+
+    /// The same under time limits.
+    #[d1_retry(read_only, policy = NO_BUDGET, attempt_timeout_ms = 2000, deadline_ms = 10_000)]
+    async fn archive_then_count_bounded(&self, how: usize, at: usize) -> Result<i64, Error> {
+        match how {
+            0 => self.archivers[at].exec("SELECT item FROM orders").await?,
+            1 => archiver_of!(self).exec("SELECT item FROM orders").await?,
+            2 => {
+                self.itself().archivers[0]
+                    .exec("SELECT item FROM orders")
+                    .await?
+            }
+            3 => {
+                let archiver = &self.archivers[at];
+                archiver
+                    .batch(vec![self.db.prepare("SELECT item FROM orders")])
+                    .await?;
+            }
+            _ => {
+                self.archivers[at]
+                    .batch(vec![self.db.prepare("SELECT item FROM orders")])
+                    .await?
+            }
+        }
+        orders(&self.db).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_exec_or_a_batch_that_is_not_d1_s_stops_a_read_only_body_from_running_again() {
+    for bounded in [false, true] {
+        for how in 0..5 {
+            let db = orders_with_archive();
+            fail_once(
+                &db,
+                READ,
+                Message::NetworkConnectionLost,
+                Timing::AfterExecution,
+            );
+            let repo = Archivers {
+                db: db.clone(),
+                archivers: vec![Archiver { db: db.clone() }],
+            };
+            let counted = if bounded {
+                repo.archive_then_count_bounded(how, 0).await
+            } else {
+                repo.archive_then_count(how, 0).await
+            };
+            // The archiver's `INSERT` ran, then the read failed after it ran: running the
+            // body again would archive the orders twice. It is not.
+            assert!(counted.is_ok(), "how: {how}, bounded: {bounded}");
+            assert_eq!(
+                count(&db, "SELECT count(*) FROM archive"),
+                1,
+                "how: {how}, bounded: {bounded}"
+            );
+        }
+    }
+}
+
+/// A macro of the caller's, called as a statement: it could bind names out of sight.
+macro_rules! note {
+    () => {
+        let _ = 0;
+    };
+}
+
+impl Kept {
+    /// Declared `read_only`, in a body that calls a macro of its own as a statement: a
+    /// statement's copy bound to a name and handed on (`selected == false`), or awaited by
+    /// `tokio::select!`, which runs what it is handed.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn run_beside_macros(&self, selected: bool) -> Result<i64, Error> {
+        note!();
+        if selected {
+            tokio::select! {
+                ran = self.statement.clone() => {
+                    ran?;
+                }
+            }
+        } else {
+            let copy = self.statement.clone();
+            awaited(copy).await?;
+        }
+        orders(&self.db).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
+    const WRITE: &str = "INSERT INTO orders (item) VALUES ('kept')";
+    for selected in [false, true] {
+        let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+        assert!(
+            kept(&db, WRITE).run_beside_macros(selected).await.is_ok(),
+            "selected: {selected}"
+        );
+        assert_eq!(calls_with(&db, INSERT), 1, "selected: {selected}");
+    }
+    // The named copy that reads is read as it is handed on, and the body is run again;
+    // what `select!` awaits cannot be, and counts as a write: the body is not run again,
+    // and the nested read is retried on its own.
+    const OTHER_READ: &str = "SELECT 1 AS n";
+    for (selected, reads) in [(false, 2), (true, 1)] {
+        let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+        let counted = kept(&db, OTHER_READ).run_beside_macros(selected).await;
+        assert_eq!(counted.unwrap(), 0, "selected: {selected}");
+        assert_eq!(calls_with(&db, READ), 2, "selected: {selected}");
+        assert_eq!(calls_with(&db, OTHER_READ), reads, "selected: {selected}");
+    }
 }

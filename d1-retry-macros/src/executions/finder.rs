@@ -83,8 +83,10 @@ pub(super) struct Finder<'a> {
     /// In a `read_only` body, the names bound once to a statement made in sight
     /// ([`Finder::made_in_sight`]).
     sighted: HashSet<String>,
-    /// In a `read_only` body, names bound once to a statement's copy (`let copy =
-    /// stmt.clone();`): handed on by value, such a name is observed as the copy would be.
+    /// In a `read_only` body, the names that mean a statement's copy where the walk stands
+    /// (`let copy = stmt.clone();`, a part of one bound by a pattern): handed on by value,
+    /// such a name is observed as the copy would be. Followed in the order the body binds
+    /// them, scope by scope ([`Finder::copies_bound`], [`Finder::scoped`]).
     copies: HashSet<String>,
     /// The names bound once to an execution's future (`let pending = stmt.first(None);`):
     /// `pending.await` awaits that future, not a statement ([`Finder::awaited_statement`]).

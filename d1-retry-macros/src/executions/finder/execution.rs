@@ -37,15 +37,17 @@ impl Finder<'_> {
             // the SQL it holds, as its execution begins, and so is a batch's list; an
             // `exec` of a receiver that is not D1's database may write whatever its text.
             let mut observed = self.observes(call).then(|| self.observed(call, awaited));
-            if method == "exec" {
+            if method == "batch" {
+                self.observe_list(call);
+            }
+            // An `exec` or a `batch` whose receiver is not D1's database (a type of the
+            // user's with such a method) may write whatever it is handed.
+            if method == "exec" || method == "batch" {
                 let mut exec = Expr::MethodCall(call.clone());
                 if self.observe_prepare(&mut exec) {
                     let awaiting = awaited.then(|| quote_spanned!(span=> .await));
                     observed = Some(quote!(#exec #awaiting));
                 }
-            }
-            if method == "batch" {
-                self.observe_list(call);
             }
             self.executions.push(Execution {
                 method,

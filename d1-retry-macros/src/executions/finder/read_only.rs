@@ -22,7 +22,7 @@ use crate::executions::syntax::{
     strip_parens_mut,
 };
 use crate::executions::vocabulary::{
-    STATEMENT_EXECUTIONS, execution_path, is_expression_macro, may_make_d1_call,
+    STATEMENT_EXECUTIONS, execution_path, is_expression_macro, macro_name, may_make_d1_call,
 };
 use crate::pointer_call::{self, PointerCall};
 use crate::sql::{Handed, Sql};
@@ -88,7 +88,10 @@ impl Finder<'_> {
     /// (`Access::Unseen`), and the body is not run again. A read made there costs the body
     /// its retries; a write made there ran twice before.
     pub(super) fn foreign_macro_observation(&self, mac: &Macro) -> Option<TokenStream> {
-        if !self.observing() || is_expression_macro(mac) || !may_make_d1_call(mac.tokens.clone()) {
+        if !self.observing()
+            || is_expression_macro(mac)
+            || !(may_make_d1_call(mac.tokens.clone()) || selects_a_statement(mac, &self.copies))
+        {
             return None;
         }
         let private = &self.names.private;
@@ -166,51 +169,50 @@ impl Finder<'_> {
 
     /// In a `read_only` body, `let stmt = <a statement made in sight>;`: executions of
     /// `stmt` need no reading. As in per-call mode, only a name bound once and not `mut`.
+    /// Then the names the `let` binds, as copies or not ([`copies_bound`](Self::copies_bound)).
     pub(super) fn sighted_binding(&mut self, local: &Local) {
-        let ident = match &local.pat {
-            Pat::Ident(pat) => pat,
-            Pat::Type(typed) => match &*typed.pat {
-                Pat::Ident(pat) => pat,
-                _ => return,
-            },
-            pattern => {
-                // `let Some(s) = opt.clone() else { .. };`: parts of a copy.
-                if let Some(init) = &local.init {
-                    self.copies_bound(pattern, &init.expr);
-                }
-                return;
-            }
-        };
-        if ident.subpat.is_some() || ident.mutability.is_some() || ident.by_ref.is_some() {
+        let Some(init) = &local.init else {
+            self.copies_bound(&local.pat, None);
             return;
-        }
-        if let Some(init) = &local.init
+        };
+        let single = match &local.pat {
+            Pat::Type(typed) => &*typed.pat,
+            pattern => pattern,
+        };
+        if let Pat::Ident(ident) = single
+            && ident.subpat.is_none()
+            && ident.mutability.is_none()
+            && ident.by_ref.is_none()
             && init.diverge.is_none()
             && self.bindings.unique(&ident.ident)
+            && self.made_in_sight(&init.expr)
         {
-            if self.made_in_sight(&init.expr) {
-                self.sighted.insert(name(&ident.ident));
-            } else if owned_copy(&init.expr, &self.copies) {
-                self.copies.insert(name(&ident.ident));
-            }
+            self.sighted.insert(name(&ident.ident));
+        }
+        self.copies_bound(&local.pat, Some(&init.expr));
+    }
+
+    /// In a `read_only` body, the names `pattern` binds: to a statement's copy or to parts
+    /// of one when `value` is an owned copy ([`owned_copy`]: `let copy = stmt.clone()`,
+    /// `let Some(s) = opt.clone() else ..`, `for s in list.clone()`, `if let Some(s) =
+    /// list.first().cloned()`, a `match` arm's), else to something else, which ends what the
+    /// name meant before. The names are followed in the order the body binds them, each
+    /// scope's forgotten where it ends ([`scoped`](Self::scoped)), so that a name bound in
+    /// two places is a copy where it is one. Each copy is owned (a copy holds no `&mut`), so
+    /// handed on by value it is moved as the call would move it. Not a `ref` binding, nor a
+    /// name written like a constant or a unit variant (`None`), which no pattern binds.
+    pub(super) fn copies_bound(&mut self, pattern: &Pat, value: Option<&Expr>) {
+        if self.observing() {
+            bind_copies(&mut self.copies, pattern, value);
         }
     }
 
-    /// In a `read_only` body, the names `pattern` binds to parts of `value` when `value` is
-    /// an owned copy ([`owned_copy`]): `let Some(s) = opt.clone() else ..`, `for s in
-    /// list.clone()`, `if let Some(s) = list.first().cloned()`. Each is owned (a copy holds
-    /// no `&mut`), so handed on by value it is moved as the call would move it. Only names
-    /// bound once, not `mut` and not `ref`, as for a `let` of one name.
-    pub(super) fn copies_bound(&mut self, pattern: &Pat, value: &Expr) {
-        if !self.observing() || !owned_copy(value, &self.copies) {
-            return;
-        }
-        for pat in bound_idents(pattern) {
-            if pat.by_ref.is_none() && pat.mutability.is_none() && self.bindings.unique(&pat.ident)
-            {
-                self.copies.insert(name(&pat.ident));
-            }
-        }
+    /// Runs `visit` in a scope of its own: the copies it binds ([`copies_bound`](Self::copies_bound))
+    /// are forgotten after it, and the names it binds again are copies again if they were.
+    pub(super) fn scoped(&mut self, visit: impl FnOnce(&mut Self)) {
+        let outer = self.copies.clone();
+        visit(self);
+        self.copies = outer;
     }
 
     /// A `read_only` body's execution of a statement made out of sight, with the
@@ -340,8 +342,10 @@ impl Finder<'_> {
             _ => {}
         }
         self.observing_made = false;
-        self.observe_prepare(expr);
+        // The path-form `batch`'s list first (`D1Database::batch(&db, list)`), inside the
+        // call, which the probe of its type then wraps whole.
         self.observe_path_call(expr);
+        self.observe_prepare(expr);
         // Dynamic SQL in a `read_only` body is observed as it is handed over
         // (`sql_argument`); where it is not text, by the statement made of it.
         if prepares
@@ -410,6 +414,11 @@ impl Finder<'_> {
         }
     }
 
+    /// In a `read_only` body, `recv.exec(sql)` and `recv.batch(list)` too: on D1's own
+    /// database they run what they are handed, judged where it is written; on any other
+    /// receiver, or one that cannot be probed where it stands (`archivers[i]`, a macro's
+    /// value), they may write whatever they are handed, and count as a write.
+    ///
     /// In a `read_only` body, `recv.prepare(sql)` with `sql` judged where it is written
     /// ([`whole_body_sql`](Self::whole_body_sql)): that vouches for the statement only if
     /// `recv` is D1's database or session (a `D1Prepare`). Any other `prepare` (a builder of
@@ -430,10 +439,8 @@ impl Finder<'_> {
         let Expr::MethodCall(call) = expr else {
             return false;
         };
-        if !self.observing()
-            || !(call.method == "prepare" || call.method == "exec")
-            || call.args.len() != 1
-        {
+        let runs = call.method == "exec" || call.method == "batch";
+        if !self.observing() || !(call.method == "prepare" || runs) || call.args.len() != 1 {
             return false;
         }
         let private = &self.names.private;
@@ -470,6 +477,15 @@ impl Finder<'_> {
                 });
                 true
             }
+            // A statement `prepare` makes is read where it runs; an `exec` or a `batch` runs
+            // at once, and one that is not D1's may write whatever it is handed (`archiver.exec(
+            // "SELECT ..")` that copies the rows it selects).
+            Database::Unseen if runs => {
+                let observe =
+                    self.observe_access(quote_spanned!(span=> #private::Access::Unseen), span);
+                *expr = observed_first(observe, expr.clone());
+                true
+            }
             Database::Unseen => false,
         }
     }
@@ -490,7 +506,15 @@ impl Finder<'_> {
         }
         let private = &self.names.private;
         let span = call.func.span();
-        let access = if is_d1_path(&call.func, "prepare") || is_d1_path(&call.func, "exec") {
+        let runs = |method: &str| {
+            matches!(&*call.func, Expr::Path(path)
+                if path.path.segments.len() >= 2
+                    && path.path.segments.last().is_some_and(|last| last.ident == method))
+        };
+        let access = if ["prepare", "exec", "batch"]
+            .iter()
+            .any(|method| is_d1_path(&call.func, method))
+        {
             let Some(named) = path_type(&call.func) else {
                 return false;
             };
@@ -501,10 +525,7 @@ impl Finder<'_> {
                     (&&#private::Receiver::<#named>::named()).d1_prepare()
                 }
             }
-        } else if matches!(&*call.func, Expr::Path(path)
-            if path.path.segments.len() >= 2
-                && path.path.segments.last().is_some_and(|last| last.ident == "exec"))
-        {
+        } else if runs("exec") || runs("batch") {
             quote_spanned!(span=> #private::Access::Unseen)
         } else {
             return false;
@@ -649,7 +670,7 @@ impl Finder<'_> {
     /// statement's clone handed to a function or a method (`timeout(d, stmt.clone())`,
     /// `tasks.push(stmt.clone())`). A statement is observed as it is handed over, as if it
     /// ran there; other values are not. Only a copy ([`hands_a_statement_on`], a name bound
-    /// once to one, and each such element of an array or `vec!` handed on) is taken from a
+    /// to one, and each such element of an array or `vec!` handed on) is taken from a
     /// call's arguments: any other name handed on may be a `&mut` the call reborrows, which
     /// a move through a `match` would not, and any other value's type may be inferred from
     /// the call, which the observation's dispatch needs known first.
@@ -658,7 +679,7 @@ impl Finder<'_> {
             return;
         }
         match strip_parens(value) {
-            // A name bound once to a copy is owned (or a shared reference), and moved as it
+            // A name bound to a copy is owned (or a shared reference), and moved as it
             // would be by the call.
             _ if hands_a_statement_on(value, &self.copies) => {}
             Expr::Async(_)
@@ -826,7 +847,8 @@ impl Finder<'_> {
 /// bound there: `.clone()`, `.cloned()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and
 /// `.bind_refs(..)` through `?`, `.unwrap()`, `.expect(..)`, `.map_err(..)`, `.context(..)`
 /// or `.with_context(..)` (a `Result`, whose type is known there), any of these, a name
-/// bound once to one (`copies`), or a block, an `if` or a `match` giving one in a branch
+/// bound to one or to a value built of them (`copies`), a field of such a name (`pair.0`),
+/// or a block, an `if` or a `match` giving one in a branch
 /// and leaving by `return`, `break`, `continue`, `Err(..)?` or a panic in the others.
 /// Each has a type of its own, known without the call it is handed to, so moving it
 /// through an observation neither changes what the call is given nor needs the call to
@@ -856,6 +878,11 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
                     .is_some_and(|ident| copies.contains(&name(ident)))
         }
         Expr::Try(tried) => through(&tried.expr),
+        // A part of a name bound to a value built of copies (`pair.0`, `holder.stmt`),
+        // moved out of it as the call would move it.
+        Expr::Field(field) => {
+            matches!(strip_parens(&field.base), Expr::Path(_) | Expr::Field(_)) && on(&field.base)
+        }
         Expr::Block(block) => gives_a_statement(&block.block, copies),
         // `if c { a.clone() } else { b.clone() }`, or `else { return .. }`.
         Expr::If(branch) => {
@@ -876,6 +903,55 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a `select!` (tokio's or futures') may await a statement it is handed, which
+/// runs it there, out of sight: a branch's future that may be one (a copy, a name, a place,
+/// a block's or a macro's value: anything but a call of another function, an `async` block,
+/// a closure or a borrow, which no statement is awaited through), or branches that do not
+/// read as `pattern = future[, if condition] => handler`.
+fn selects_a_statement(mac: &Macro, copies: &HashSet<String>) -> bool {
+    if macro_name(mac).as_deref() != Some("select") {
+        return false;
+    }
+    let futures = |input: syn::parse::ParseStream<'_>| -> syn::Result<Vec<Expr>> {
+        let mut futures = Vec::new();
+        let biased = input
+            .fork()
+            .parse::<Ident>()
+            .is_ok_and(|word| word == "biased");
+        if biased {
+            input.parse::<Ident>()?;
+            input.parse::<Token![;]>()?;
+        }
+        while !input.is_empty() {
+            // `else => ..` (tokio), `complete => ..` and `default => ..` (futures).
+            if input.peek(Token![else]) || input.peek(syn::Ident) && input.peek2(Token![=>]) {
+                input.parse::<proc_macro2::TokenTree>()?;
+            } else {
+                Pat::parse_multi_with_leading_vert(input)?;
+                input.parse::<Token![=]>()?;
+                futures.push(input.parse::<Expr>()?);
+                if input.peek(Token![,]) {
+                    input.parse::<Token![,]>()?;
+                    input.parse::<Token![if]>()?;
+                    input.parse::<Expr>()?;
+                }
+            }
+            input.parse::<Token![=>]>()?;
+            input.parse::<Expr>()?;
+            input.parse::<Option<Token![,]>>()?;
+        }
+        Ok(futures)
+    };
+    let Ok(futures) = futures.parse2(mac.tokens.clone()) else {
+        return true;
+    };
+    futures.iter().any(|future| match strip_parens(future) {
+        Expr::Async(_) | Expr::Closure(_) | Expr::Reference(_) | Expr::Lit(_) => false,
+        Expr::Call(_) | Expr::MethodCall(_) => owned_copy(future, copies),
+        _ => true,
+    })
 }
 
 /// `.bind(x)` or `.bind_refs(x)`: a statement bound, on whatever receiver.
@@ -962,16 +1038,63 @@ fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
             }
             _ => false,
         },
-        Expr::Call(_) => hands_a_statement_on(value, copies),
+        // A value built of copies owns them (`[s.clone()]`, `(s.clone(), "x")`,
+        // `Holder { stmt: s.clone() }`, `Some(s.clone())`): a name bound to it, or to a part
+        // of it, holds a copy.
+        Expr::Array(array) => array.elems.iter().any(on),
+        Expr::Tuple(tuple) => tuple.elems.iter().any(on),
+        Expr::Struct(built) => built.fields.iter().any(|field| on(&field.expr)),
+        Expr::Call(call) if is_constructor(&call.func) => call.args.iter().any(on),
+        Expr::Call(_) | Expr::Path(_) | Expr::Field(_) => hands_a_statement_on(value, copies),
         Expr::Try(tried) => on(&tried.expr),
-        Expr::Path(_) => hands_a_statement_on(value, copies),
         _ => false,
     }
 }
 
-/// Whether a block's value is one [`hands_a_statement_on`] takes.
+/// A tuple struct's or an enum variant's name, called to build one (`Some`, `Ok`,
+/// `Wrapper`): a path whose last segment starts with an upper-case letter, by Rust's naming.
+fn is_constructor(func: &Expr) -> bool {
+    matches!(func, Expr::Path(path) if path.qself.is_none()
+    && path.path.segments.last().is_some_and(|last| {
+        last.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase())
+    }))
+}
+
+/// Whether a block's value is one [`hands_a_statement_on`] takes, with the copies its own
+/// `let`s bind (`{ let bound = stmt.clone().bind(..)?; bound }`), which the walk forgot as
+/// the block ended ([`Finder::scoped`]).
 fn gives_a_statement(block: &syn::Block, copies: &HashSet<String>) -> bool {
-    matches!(block.stmts.last(), Some(syn::Stmt::Expr(tail, None)) if hands_a_statement_on(tail, copies))
+    let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last() else {
+        return false;
+    };
+    let mut inner = copies.clone();
+    for stmt in &block.stmts {
+        if let syn::Stmt::Local(local) = stmt {
+            bind_copies(
+                &mut inner,
+                &local.pat,
+                local.init.as_ref().map(|init| &*init.expr),
+            );
+        }
+    }
+    hands_a_statement_on(tail, &inner)
+}
+
+/// [`Finder::copies_bound`]: the names `pattern` binds to `value`, in `copies` if it is an
+/// owned copy ([`owned_copy`]), out of it if not.
+fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>) {
+    let copy = value.is_some_and(|value| owned_copy(value, copies));
+    for pat in bound_idents(pattern) {
+        let bound = name(&pat.ident);
+        if bound.starts_with(|c: char| c.is_ascii_uppercase()) {
+            continue;
+        }
+        if copy && pat.by_ref.is_none() {
+            copies.insert(bound);
+        } else {
+            copies.remove(&bound);
+        }
+    }
 }
 
 /// `(observation, value).1`: `value`, once `observation` ran, as a tuple of syntax, not of

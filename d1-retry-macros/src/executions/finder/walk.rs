@@ -196,7 +196,7 @@ impl Finder<'_> {
 
 impl VisitMut for Finder<'_> {
     fn visit_block_mut(&mut self, block: &mut Block) {
-        self.visit_stmts(block, None);
+        self.scoped(|finder| finder.visit_stmts(block, None));
     }
 
     fn visit_expr_return_mut(&mut self, node: &mut syn::ExprReturn) {
@@ -386,7 +386,14 @@ impl VisitMut for Finder<'_> {
                 };
                 let before = self.executions.len();
                 let beyond = core::mem::replace(&mut self.beyond_attempt, true);
-                visit_mut::visit_expr_closure_mut(self, closure);
+                // The closure's parameters are names of its own, copies or not as they are
+                // handed in.
+                self.scoped(|finder| {
+                    for input in &closure.inputs {
+                        finder.copies_bound(input, None);
+                    }
+                    visit_mut::visit_expr_closure_mut(finder, closure);
+                });
                 self.in_move_closure = outer;
                 self.beyond_attempt = beyond;
                 if closure.capture.is_some()
@@ -403,12 +410,33 @@ impl VisitMut for Finder<'_> {
             // before the body that may hand them on (`copies_bound`).
             Expr::ForLoop(each) if self.observing() => {
                 self.visit_expr_mut(&mut each.expr);
-                self.copies_bound(&each.pat, &each.expr);
-                self.visit_block_mut(&mut each.body);
+                self.scoped(|finder| {
+                    finder.copies_bound(&each.pat, Some(&each.expr));
+                    finder.visit_block_mut(&mut each.body);
+                });
+            }
+            // An `if let`'s or a `while let`'s names are bound in its block alone.
+            Expr::If(_) | Expr::While(_) if self.observing() => {
+                self.scoped(|finder| visit_mut::visit_expr_mut(finder, expr));
             }
             Expr::Let(bound) if self.observing() => {
                 self.visit_expr_mut(&mut bound.expr);
-                self.copies_bound(&bound.pat, &bound.expr);
+                self.copies_bound(&bound.pat, Some(&bound.expr));
+            }
+            // `match stmt.clone().bind(..) { Ok(s) => .., Err(e) => .. }`: each arm's names,
+            // as an `if let`'s.
+            Expr::Match(choice) if self.observing() => {
+                self.visit_expr_mut(&mut choice.expr);
+                for arm in &mut choice.arms {
+                    self.scoped(|finder| {
+                        finder.copies_bound(&arm.pat, Some(&choice.expr));
+                        finder.visit_pat_mut(&mut arm.pat);
+                        if let Some((_, guard)) = &mut arm.guard {
+                            finder.visit_expr_mut(guard);
+                        }
+                        finder.visit_expr_mut(&mut arm.body);
+                    });
+                }
             }
             _ => visit_mut::visit_expr_mut(self, expr),
         }
