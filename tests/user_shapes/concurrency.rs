@@ -45,6 +45,29 @@ impl Concurrent {
         Ok(n(b).min(0))
     }
 
+    /// A write, then reads made where they stand and awaited inside the function's last
+    /// expression, through a timeout of the user's and `join_all`: consumed there, not
+    /// returned, so each is retried on its own, as it is in a `let` before the tail.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn awaited_in_the_tail(&self) -> Result<i64, Error> {
+        self.db
+            .prepare("INSERT INTO orders (item) VALUES ('tail')")
+            .run()
+            .await?;
+        self.effects.push("wrote");
+        let read = self.db.prepare(READ_N);
+        let reads = [self.db.prepare(READ_N)];
+        Ok(n(
+            tokio::time::timeout(Duration::from_secs(60), read.first::<Count>(None))
+                .await
+                .map_err(|_| Error::from("timed out"))??,
+        ) + test_support::join_all(reads.iter().map(|s| s.first::<Count>(None)))
+            .await
+            .into_iter()
+            .map(|row| row.map(n))
+            .sum::<Result<i64, Error>>()?)
+    }
+
     /// One `async move` block per item, each binding a clone of one prepared insert.
     #[d1_retry(policy = NO_BUDGET)]
     async fn join_all_blocks(&self, items: &[&str]) -> Result<i64, Error> {
@@ -197,6 +220,16 @@ async fn inserts_fanned_out_in_async_blocks_land_once_whatever_fails() {
 async fn a_write_raced_in_select_runs_as_written_and_never_twice() {
     sweep_leaving("tokio::select!", &["('sel')"], |db, effects| async move {
         Concurrent { db, effects }.selected().await
+    })
+    .await;
+}
+
+/// Reads awaited inside the function's last expression (a timeout of the user's,
+/// `join_all`) are retried on their own; the write before them lands once.
+#[tokio::test(start_paused = true)]
+async fn reads_awaited_in_the_last_expression_are_retried() {
+    sweep("awaited in the tail", |db, effects| async move {
+        Concurrent { db, effects }.awaited_in_the_tail().await
     })
     .await;
 }

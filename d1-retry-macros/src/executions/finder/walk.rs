@@ -209,17 +209,23 @@ impl VisitMut for Finder<'_> {
         let unifying = core::mem::take(&mut self.unify_next);
         match expr {
             Expr::Await(awaited) => {
+                // What is awaited is consumed here, not returned: a call inside it
+                // (`timeout(d, stmt.first(None)).await` in the tail) does not outlive the
+                // function, and is rewritten as anywhere else.
+                let returned = core::mem::replace(&mut self.in_return_position, false);
                 let base = strip_parens_mut(&mut awaited.base);
                 if let Expr::MethodCall(call) = base
                     && is_execution(call)
                 {
                     visit_mut::visit_expr_method_call_mut(self, call);
+                    self.in_return_position = returned;
                     if let Some(rewritten) = self.execution(call, true) {
                         *expr = Expr::Verbatim(rewritten);
                     }
                     return;
                 }
                 self.visit_expr_mut(base);
+                self.in_return_position = returned;
                 if let Some(rewritten) = self.awaited_statement(base) {
                     *expr = Expr::Verbatim(rewritten);
                 } else if let Some(rewritten) = self.observed_await(base) {
