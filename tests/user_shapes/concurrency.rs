@@ -173,6 +173,27 @@ impl Concurrent {
         Ok(n2)
     }
 
+    /// Closures made into `fn` pointers, which can capture nothing: each awaits its call in
+    /// an `async move` block, which has a schedule of its own (one without it borrows the
+    /// function's, and does not compile).
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn fn_pointers(&self, write: bool) -> Result<i64, Error> {
+        type Counting<'s> = Pin<Box<dyn Future<Output = Result<i64, Error>> + 's>>;
+        let run: for<'s> fn(&'s D1PreparedStatement) -> Counting<'s> = if write {
+            |s| Box::pin(async move { s.run().await.map(|_| 0) })
+        } else {
+            |s| Box::pin(async move { Ok(n(s.first::<Count>(None).await?)) })
+        };
+        let statement = if write {
+            self.db.prepare("INSERT INTO orders (item) VALUES ('fn')")
+        } else {
+            self.db.prepare(READ_N)
+        };
+        let counted = run(&statement).await?;
+        self.effects.push("ran");
+        Ok(counted)
+    }
+
     /// A closure whose parameter shadows a read-named local, running the write it is given.
     #[d1_retry(policy = NO_BUDGET)]
     async fn closure_shadow(&self) -> Result<i64, Error> {
@@ -222,6 +243,18 @@ async fn a_write_raced_in_select_runs_as_written_and_never_twice() {
         Concurrent { db, effects }.selected().await
     })
     .await;
+}
+
+/// Closures made into `fn` pointers, each awaiting its call in an `async move` block:
+/// they compile, the write lands once and the read is retried.
+#[tokio::test(start_paused = true)]
+async fn calls_in_fn_pointers_of_async_blocks_are_retried() {
+    for write in [false, true] {
+        sweep("fn pointers", |db, effects| async move {
+            Concurrent { db, effects }.fn_pointers(write).await
+        })
+        .await;
+    }
 }
 
 /// Reads awaited inside the function's last expression (a timeout of the user's,
