@@ -206,7 +206,7 @@ enum Shape {
     HandedArray,
     /// A copy bound by a tuple's pattern: `let (s, n) = (stmt.clone(), 1)`, handed on.
     HandedTuple,
-    /// A tuple's field of a name bound to a tuple of a copy: `awaited(pair.0)`.
+    /// A tuple's field of a name bound to a tuple of a copy and a literal: `awaited(pair.0)`.
     HandedTupleField,
     /// A struct's field of a name bound to a struct of a copy: `awaited(holder.statement)`.
     HandedStructField,
@@ -477,9 +477,9 @@ impl Kept {
                 assert_eq!(n, 1);
             }
             Shape::HandedTupleField => {
-                let pair = (self.statement.clone(), sql.len());
+                let pair = (self.statement.clone(), "kept");
                 awaited(pair.0).await?;
-                assert_eq!(pair.1, sql.len());
+                assert_eq!(pair.1, "kept");
             }
             Shape::HandedStructField => {
                 let holder = Holder {
@@ -617,9 +617,9 @@ impl Kept {
                 assert_eq!(n, 1);
             }
             Shape::HandedTupleField => {
-                let pair = (self.statement.clone(), sql.len());
+                let pair = (self.statement.clone(), "kept");
                 awaited(pair.0).await?;
-                assert_eq!(pair.1, sql.len());
+                assert_eq!(pair.1, "kept");
             }
             Shape::HandedStructField => {
                 let holder = Holder {
@@ -1299,5 +1299,55 @@ async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
         assert_eq!(counted.unwrap(), 0, "selected: {selected}");
         assert_eq!(calls_with(&db, READ), 2, "selected: {selected}");
         assert_eq!(calls_with(&db, OTHER_READ), reads, "selected: {selected}");
+    }
+}
+
+/// Where the caller's sink goes.
+fn push_to(sink: &mut Vec<u8>) {
+    sink.push(1);
+}
+
+impl Kept {
+    /// Declared `read_only`: a statement's copy built into one value with a `&mut` the body
+    /// hands on twice (reborrowed each time). Taken apart where it is built, the copy is
+    /// followed and the `&mut` is not; a value built of both is not followed (its `&mut`
+    /// would be moved, README), and the body still compiles.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn run_beside_a_borrow(&self, taken_apart: bool) -> Result<i64, Error> {
+        let mut out = Vec::new();
+        if taken_apart {
+            let (copy, sink) = (self.statement.clone(), &mut out);
+            push_to(sink);
+            push_to(sink);
+            awaited(copy).await?;
+        } else {
+            let pair = (self.statement.clone(), &mut out);
+            push_to(pair.1);
+            push_to(pair.1);
+            let Holder { statement, note } = Holder {
+                statement: self.statement.clone(),
+                note: "kept",
+            };
+            awaited(statement).await?;
+            assert_eq!(note, "kept");
+        }
+        assert_eq!(out, [1, 1]);
+        orders(&self.db).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_copy_beside_a_borrow_compiles_and_stops_a_read_only_body_from_running_again() {
+    const WRITE: &str = "INSERT INTO orders (item) VALUES ('kept')";
+    for taken_apart in [true, false] {
+        let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+        assert!(
+            kept(&db, WRITE)
+                .run_beside_a_borrow(taken_apart)
+                .await
+                .is_ok(),
+            "taken apart: {taken_apart}"
+        );
+        assert_eq!(calls_with(&db, INSERT), 1, "taken apart: {taken_apart}");
     }
 }

@@ -1041,14 +1041,35 @@ fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
         // A value built of copies owns them (`[s.clone()]`, `(s.clone(), "x")`,
         // `Holder { stmt: s.clone() }`, `Some(s.clone())`): a name bound to it, or to a part
         // of it, holds a copy.
-        Expr::Array(array) => array.elems.iter().any(on),
-        Expr::Tuple(tuple) => tuple.elems.iter().any(on),
-        Expr::Struct(built) => built.fields.iter().any(|field| on(&field.expr)),
-        Expr::Call(call) if is_constructor(&call.func) => call.args.iter().any(on),
+        Expr::Array(array) => built_of_copies(array.elems.iter(), copies),
+        Expr::Tuple(tuple) => built_of_copies(tuple.elems.iter(), copies),
+        Expr::Struct(built) => {
+            built.rest.is_none()
+                && built_of_copies(built.fields.iter().map(|field| &field.expr), copies)
+        }
+        Expr::Call(call) if is_constructor(&call.func) => built_of_copies(call.args.iter(), copies),
         Expr::Call(_) | Expr::Path(_) | Expr::Field(_) => hands_a_statement_on(value, copies),
         Expr::Try(tried) => on(&tried.expr),
         _ => false,
     }
+}
+
+/// Whether `parts`, the parts of a value built of them, are copies ([`owned_copy`]) and
+/// literals, one copy at least: every part of it is owned, so a part moved out of it by
+/// an observation (`pair.1`) is moved as the call would move it. A part of another kind
+/// may be a `&mut` the call reborrows (`(s.clone(), &mut out)`): a value built with one is
+/// no copy, and only a pattern that takes it apart where it is built binds its copies
+/// ([`bind_copies`]).
+fn built_of_copies<'e>(parts: impl Iterator<Item = &'e Expr>, copies: &HashSet<String>) -> bool {
+    let mut any = false;
+    for part in parts {
+        if owned_copy(part, copies) {
+            any = true;
+        } else if !matches!(strip_parens(part), Expr::Lit(_)) {
+            return false;
+        }
+    }
+    any
 }
 
 /// A tuple struct's or an enum variant's name, called to build one (`Some`, `Ok`,
@@ -1081,8 +1102,18 @@ fn gives_a_statement(block: &syn::Block, copies: &HashSet<String>) -> bool {
 }
 
 /// [`Finder::copies_bound`]: the names `pattern` binds to `value`, in `copies` if it is an
-/// owned copy ([`owned_copy`]), out of it if not.
+/// owned copy ([`owned_copy`]), out of it if not. A pattern that takes apart a value where
+/// it is built (`let (s, sink) = (stmt.clone(), &mut out)`, `Some(s)` of `Some(..)`, a
+/// struct's fields of its literal) binds each part's names by that part alone.
 fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>) {
+    if let Some(value) = value
+        && let Some(pairs) = taken_apart(pattern, value)
+    {
+        for (pattern, part) in pairs {
+            bind_copies(copies, pattern, Some(part));
+        }
+        return;
+    }
     let copy = value.is_some_and(|value| owned_copy(value, copies));
     for pat in bound_idents(pattern) {
         let bound = name(&pat.ident);
@@ -1094,6 +1125,39 @@ fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>
         } else {
             copies.remove(&bound);
         }
+    }
+}
+
+/// The parts of `value` each part of `pattern` binds, where the pattern takes apart a value
+/// built where it stands, part by part: a tuple, an array, a tuple struct or a variant
+/// (`Some(..)`), a struct literal (without `..base`). `None` where it does not (a `..` in a
+/// tuple's or an array's pattern, a name bound to the whole).
+fn taken_apart<'p, 'e>(pattern: &'p Pat, value: &'e Expr) -> Option<Vec<(&'p Pat, &'e Expr)>> {
+    let in_order = |patterns: Vec<&'p Pat>, parts: Vec<&'e Expr>| {
+        let rest = patterns.iter().any(|pattern| matches!(pattern, Pat::Rest(_)));
+        (!rest && patterns.len() == parts.len()).then(|| patterns.into_iter().zip(parts).collect())
+    };
+    match (pattern, strip_parens(value)) {
+        (Pat::Type(typed), _) => taken_apart(&typed.pat, value),
+        (Pat::Paren(inner), _) => taken_apart(&inner.pat, value),
+        (Pat::Tuple(patterns), Expr::Tuple(parts)) => {
+            in_order(patterns.elems.iter().collect(), parts.elems.iter().collect())
+        }
+        (Pat::Slice(patterns), Expr::Array(parts)) => {
+            in_order(patterns.elems.iter().collect(), parts.elems.iter().collect())
+        }
+        (Pat::TupleStruct(patterns), Expr::Call(call)) if is_constructor(&call.func) => {
+            in_order(patterns.elems.iter().collect(), call.args.iter().collect())
+        }
+        (Pat::Struct(patterns), Expr::Struct(built)) if built.rest.is_none() => patterns
+            .fields
+            .iter()
+            .map(|field| {
+                let part = built.fields.iter().find(|part| part.member == field.member)?;
+                Some((&*field.pat, &part.expr))
+            })
+            .collect(),
+        _ => None,
     }
 }
 
