@@ -212,6 +212,21 @@ enum Shape {
     HandedStructField,
     /// A copy in a variant, bound again by `if let`: `let kept = Some(stmt.clone())`.
     HandedVariant,
+    /// A copy handed on in an `else`, its name bound to something else in the `if let`
+    /// before it.
+    HandedElse,
+    /// A name bound to a block giving a copy: `let s = { ..; kept.clone() }`.
+    HandedBoundBlock,
+    /// A name bound to an `if` giving a copy in each branch.
+    HandedBoundIf,
+    /// A copy in a tuple written out as the argument: `run_pair((stmt.clone(), 1))`.
+    HandedTupleLiteral,
+}
+
+/// Runs the statement of the pair it is handed, as a helper of the user's would.
+async fn run_pair(pair: (D1PreparedStatement, usize)) -> Result<D1Result, Error> {
+    assert_eq!(pair.1, 1);
+    pair.0.run().await
 }
 
 /// A value of the user's holding a statement's copy.
@@ -220,7 +235,7 @@ struct Holder {
     note: &'static str,
 }
 
-const SHAPES: [Shape; 39] = [
+const SHAPES: [Shape; 43] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -260,6 +275,10 @@ const SHAPES: [Shape; 39] = [
     Shape::HandedTupleField,
     Shape::HandedStructField,
     Shape::HandedVariant,
+    Shape::HandedElse,
+    Shape::HandedBoundBlock,
+    Shape::HandedBoundIf,
+    Shape::HandedTupleLiteral,
 ];
 
 /// An error of the caller's, for `map_err`.
@@ -459,6 +478,32 @@ impl Kept {
                     awaited(first).await?;
                 }
             }
+            Shape::HandedElse => {
+                let copy = self.statement.clone();
+                if let Some(copy) = sql.strip_prefix("never") {
+                    assert!(copy.is_empty());
+                } else {
+                    awaited(copy).await?;
+                }
+            }
+            Shape::HandedBoundBlock => {
+                let bound = {
+                    let kept = &self.statement;
+                    kept.clone()
+                };
+                awaited(bound).await?;
+            }
+            Shape::HandedBoundIf => {
+                let bound = if sql.is_empty() {
+                    self.statement.to_owned()
+                } else {
+                    self.statement.clone()
+                };
+                awaited(bound).await?;
+            }
+            Shape::HandedTupleLiteral => {
+                run_pair((self.statement.clone(), 1)).await?;
+            }
             Shape::HandedMatchArm => match self.statement.clone().bind(&[]) {
                 Ok(bound) => {
                     awaited(bound).await?;
@@ -598,6 +643,32 @@ impl Kept {
                 if let Some(first) = statements.first().cloned() {
                     awaited(first).await?;
                 }
+            }
+            Shape::HandedElse => {
+                let copy = self.statement.clone();
+                if let Some(copy) = sql.strip_prefix("never") {
+                    assert!(copy.is_empty());
+                } else {
+                    awaited(copy).await?;
+                }
+            }
+            Shape::HandedBoundBlock => {
+                let bound = {
+                    let kept = &self.statement;
+                    kept.clone()
+                };
+                awaited(bound).await?;
+            }
+            Shape::HandedBoundIf => {
+                let bound = if sql.is_empty() {
+                    self.statement.to_owned()
+                } else {
+                    self.statement.clone()
+                };
+                awaited(bound).await?;
+            }
+            Shape::HandedTupleLiteral => {
+                run_pair((self.statement.clone(), 1)).await?;
             }
             Shape::HandedMatchArm => match self.statement.clone().bind(&[]) {
                 Ok(bound) => {
@@ -1259,20 +1330,40 @@ macro_rules! note {
 
 impl Kept {
     /// Declared `read_only`, in a body that calls a macro of its own as a statement: a
-    /// statement's copy bound to a name and handed on (`selected == false`), or awaited by
-    /// `tokio::select!`, which runs what it is handed.
+    /// statement's copy bound to a name and handed on (`how == 0`), or run by
+    /// `tokio::select!`, which is not rewritten: awaited as a branch's future (1), handed to
+    /// a function there (2), or in a branch's handler (3).
     #[d1_retry(read_only, policy = NO_BUDGET)]
-    async fn run_beside_macros(&self, selected: bool) -> Result<i64, Error> {
+    async fn run_beside_macros(&self, how: u8) -> Result<i64, Error> {
         note!();
-        if selected {
-            tokio::select! {
-                ran = self.statement.clone() => {
-                    ran?;
+        match how {
+            0 => {
+                let copy = self.statement.clone();
+                awaited(copy).await?;
+            }
+            // Each `select!` in a block of its own: what it may run is told as the
+            // statement it stands in begins (the whole `match`, were it an arm's value).
+            1 => {
+                tokio::select! {
+                    ran = self.statement.clone() => {
+                        ran?;
+                    }
                 }
             }
-        } else {
-            let copy = self.statement.clone();
-            awaited(copy).await?;
+            2 => {
+                tokio::select! {
+                    ran = awaited(self.statement.clone()) => {
+                        ran?;
+                    }
+                }
+            }
+            _ => {
+                tokio::select! {
+                    () = core::future::ready(()) => {
+                        awaited(self.statement.clone()).await?;
+                    }
+                }
+            }
         }
         orders(&self.db).await
     }
@@ -1281,25 +1372,32 @@ impl Kept {
 #[tokio::test(start_paused = true)]
 async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     const WRITE: &str = "INSERT INTO orders (item) VALUES ('kept')";
-    for selected in [false, true] {
+    for how in 0..4 {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         assert!(
-            kept(&db, WRITE).run_beside_macros(selected).await.is_ok(),
-            "selected: {selected}"
+            kept(&db, WRITE).run_beside_macros(how).await.is_ok(),
+            "how: {how}"
         );
-        assert_eq!(calls_with(&db, INSERT), 1, "selected: {selected}");
+        assert_eq!(calls_with(&db, INSERT), 1, "how: {how}");
     }
     // The named copy that reads is read as it is handed on, and the body is run again;
     // what `select!` awaits cannot be, and counts as a write: the body is not run again,
     // and the nested read is retried on its own.
     const OTHER_READ: &str = "SELECT 1 AS n";
-    for (selected, reads) in [(false, 2), (true, 1)] {
+    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1)] {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
-        let counted = kept(&db, OTHER_READ).run_beside_macros(selected).await;
-        assert_eq!(counted.unwrap(), 0, "selected: {selected}");
-        assert_eq!(calls_with(&db, READ), 2, "selected: {selected}");
-        assert_eq!(calls_with(&db, OTHER_READ), reads, "selected: {selected}");
+        let counted = kept(&db, OTHER_READ).run_beside_macros(how).await;
+        assert_eq!(counted.unwrap(), 0, "how: {how}");
+        assert_eq!(calls_with(&db, READ), 2, "how: {how}");
+        assert_eq!(calls_with(&db, OTHER_READ), reads, "how: {how}");
     }
+}
+
+/// A macro of the caller's that binds the name it is handed.
+macro_rules! lend {
+    ($name:ident = $value:expr) => {
+        let $name = $value;
+    };
 }
 
 /// Where the caller's sink goes.
@@ -1315,6 +1413,21 @@ impl Kept {
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn run_beside_a_borrow(&self, taken_apart: bool) -> Result<i64, Error> {
         let mut out = Vec::new();
+        // A copy's name bound again by a macro, to a `&mut` handed on twice.
+        let sink = self.statement.clone();
+        drop(sink);
+        let mut spare = Vec::new();
+        lend!(sink = &mut spare);
+        push_to(sink);
+        push_to(sink);
+        // An `if let`'s copy, not bound in its `else`, where the name is a `&mut`.
+        let spare = &mut spare;
+        if let Ok(spare) = self.statement.clone().bind(&[]) {
+            drop(spare);
+        } else {
+            push_to(spare);
+            push_to(spare);
+        }
         if taken_apart {
             let (copy, sink) = (self.statement.clone(), &mut out);
             push_to(sink);

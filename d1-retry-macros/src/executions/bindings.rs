@@ -7,7 +7,7 @@ use proc_macro2::{Ident, TokenStream, TokenTree};
 use syn::visit::{self, Visit};
 use syn::{Block, Expr, ExprMethodCall, Local, Macro, Pat, Stmt};
 
-use super::vocabulary::{EXPRESSION_MACROS, MacroArguments, STATEMENT_MACROS, macro_name};
+use super::vocabulary::{MacroArguments, binds_nothing};
 
 /// The name `ident` binds or reads: `r#stmt` and `stmt` are one name to rustc, so they
 /// must be one to the attribute, or a statement shadowed through the other spelling would
@@ -25,7 +25,7 @@ pub(super) struct Bindings {
     /// parameter), assignments not counted.
     patterns: HashMap<String, usize>,
     /// The body calls a macro as a statement that may bind names out of sight
-    /// ([`STATEMENT_MACROS`]): no name counts as bound once.
+    /// (any but those [`binds_nothing`] knows): no name counts as bound once.
     opaque: bool,
 }
 
@@ -93,10 +93,7 @@ impl Visit<'_> for Bindings {
     }
 
     fn visit_stmt_macro(&mut self, stmt: &syn::StmtMacro) {
-        let known = macro_name(&stmt.mac).is_some_and(|name| {
-            STATEMENT_MACROS.contains(&name.as_str()) || EXPRESSION_MACROS.contains(&name.as_str())
-        });
-        self.opaque |= !known;
+        self.opaque |= !binds_nothing(&stmt.mac);
         visit::visit_stmt_macro(self, stmt);
     }
 

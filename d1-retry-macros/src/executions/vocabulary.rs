@@ -71,6 +71,14 @@ pub(super) const STATEMENT_MACROS: [&str; 24] = [
     "bail",
 ];
 
+/// Whether a macro called as a statement binds no name of the caller's but those in its
+/// tokens: one of the [`STATEMENT_MACROS`] or the [`EXPRESSION_MACROS`].
+pub(super) fn binds_nothing(mac: &Macro) -> bool {
+    macro_name(mac).is_some_and(|name| {
+        STATEMENT_MACROS.contains(&name.as_str()) || EXPRESSION_MACROS.contains(&name.as_str())
+    })
+}
+
 /// The arguments of a macro call read as expressions: a comma-separated list, or
 /// `vec!`'s `element; count`, or `matches!`'s expression before its pattern.
 pub(super) enum MacroArguments {

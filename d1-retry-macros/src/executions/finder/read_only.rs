@@ -22,7 +22,8 @@ use crate::executions::syntax::{
     strip_parens_mut,
 };
 use crate::executions::vocabulary::{
-    STATEMENT_EXECUTIONS, execution_path, is_expression_macro, macro_name, may_make_d1_call,
+    STATEMENT_EXECUTIONS, binds_nothing, execution_path, is_expression_macro, macro_name,
+    may_make_d1_call,
 };
 use crate::pointer_call::{self, PointerCall};
 use crate::sql::{Handed, Sql};
@@ -204,6 +205,15 @@ impl Finder<'_> {
     pub(super) fn copies_bound(&mut self, pattern: &Pat, value: Option<&Expr>) {
         if self.observing() {
             bind_copies(&mut self.copies, pattern, value);
+        }
+    }
+
+    /// A macro called as a statement that is not known to bind nothing of the caller's
+    /// (`lend!(sink = &mut out);`) may bind again any name in its tokens, to anything: none
+    /// of them is a copy after it.
+    pub(super) fn macro_may_rebind(&mut self, mac: &Macro) {
+        if self.observing() && !binds_nothing(mac) {
+            forget_names_in(&mut self.copies, mac.tokens.clone());
         }
     }
 
@@ -689,12 +699,20 @@ impl Finder<'_> {
             | Expr::Verbatim(_)
             | Expr::Reference(_)
             | Expr::Lit(_) => return,
-            // A list of copies handed on: each element is one (`join_all(vec![s.clone()])`).
-            Expr::Array(_) if !any_value => {
-                if let Expr::Array(array) = value {
-                    for element in &mut array.elems {
+            // A list of copies handed on: each element is one (`join_all(vec![s.clone()])`);
+            // so is each part of a tuple or a struct written out (`run((s.clone(), id))`).
+            Expr::Array(_) | Expr::Tuple(_) | Expr::Struct(_) if !any_value => {
+                match strip_parens_mut(value) {
+                    Expr::Array(array) => array.elems.iter_mut().for_each(|element| {
                         self.observed_hand_over(element, false);
-                    }
+                    }),
+                    Expr::Tuple(tuple) => tuple.elems.iter_mut().for_each(|element| {
+                        self.observed_hand_over(element, false);
+                    }),
+                    Expr::Struct(built) => built.fields.iter_mut().for_each(|field| {
+                        self.observed_hand_over(&mut field.expr, false);
+                    }),
+                    _ => {}
                 }
                 return;
             }
@@ -883,13 +901,26 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
         Expr::Field(field) => {
             matches!(strip_parens(&field.base), Expr::Path(_) | Expr::Field(_)) && on(&field.base)
         }
-        Expr::Block(block) => gives_a_statement(&block.block, copies),
-        // `if c { a.clone() } else { b.clone() }`, or `else { return .. }`.
+        branches => branches_give(branches, copies, hands_a_statement_on).unwrap_or(false),
+    }
+}
+
+/// For a block, an `if` or a `match`, whether what it gives is what `gives` takes: a
+/// block's value, or a branch's in each branch that does not leave (`if c { a.clone() }
+/// else { return .. }`), one at least. `None` for any other expression.
+fn branches_give(
+    value: &Expr,
+    copies: &HashSet<String>,
+    gives: fn(&Expr, &HashSet<String>) -> bool,
+) -> Option<bool> {
+    let on = |value: &Expr| gives(value, copies);
+    Some(match strip_parens(value) {
+        Expr::Block(block) => block_gives(&block.block, copies, gives),
         Expr::If(branch) => {
             let Some((_, otherwise)) = &branch.else_branch else {
-                return false;
+                return Some(false);
             };
-            let then_gives = gives_a_statement(&branch.then_branch, copies);
+            let then_gives = block_gives(&branch.then_branch, copies, gives);
             (then_gives || block_diverges(&branch.then_branch))
                 && (on(otherwise) || diverges(otherwise))
                 && (then_gives || on(otherwise))
@@ -901,21 +932,22 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
                     .iter()
                     .all(|arm| on(&arm.body) || diverges(&arm.body))
         }
-        _ => false,
-    }
+        _ => return None,
+    })
 }
 
-/// Whether a `select!` (tokio's or futures') may await a statement it is handed, which
-/// runs it there, out of sight: a branch's future that may be one (a copy, a name, a place,
-/// a block's or a macro's value: anything but a call of another function, an `async` block,
-/// a closure or a borrow, which no statement is awaited through), or branches that do not
-/// read as `pattern = future[, if condition] => handler`.
+/// Whether a `select!` (tokio's or futures') may run a statement out of sight, since its
+/// tokens are not rewritten: a branch's future that may be one ([`may_be_a_statement`]),
+/// which `select!` awaits, an expression of it that may run one ([`may_run_a_statement`]),
+/// or branches that do not read as `pattern = future[, if condition] => handler`.
 fn selects_a_statement(mac: &Macro, copies: &HashSet<String>) -> bool {
     if macro_name(mac).as_deref() != Some("select") {
         return false;
     }
-    let futures = |input: syn::parse::ParseStream<'_>| -> syn::Result<Vec<Expr>> {
+    // Each branch's future, then every expression the macro holds (conditions, handlers).
+    let futures = |input: syn::parse::ParseStream<'_>| -> syn::Result<(Vec<Expr>, Vec<Expr>)> {
         let mut futures = Vec::new();
+        let mut written = Vec::new();
         let biased = input
             .fork()
             .parse::<Ident>()
@@ -935,23 +967,80 @@ fn selects_a_statement(mac: &Macro, copies: &HashSet<String>) -> bool {
                 if input.peek(Token![,]) {
                     input.parse::<Token![,]>()?;
                     input.parse::<Token![if]>()?;
-                    input.parse::<Expr>()?;
+                    written.push(input.parse::<Expr>()?);
                 }
             }
             input.parse::<Token![=>]>()?;
-            input.parse::<Expr>()?;
+            written.push(input.parse::<Expr>()?);
             input.parse::<Option<Token![,]>>()?;
         }
-        Ok(futures)
+        Ok((futures, written))
     };
-    let Ok(futures) = futures.parse2(mac.tokens.clone()) else {
+    let Ok((futures, written)) = futures.parse2(mac.tokens.clone()) else {
         return true;
     };
-    futures.iter().any(|future| match strip_parens(future) {
+    futures.iter().any(|future| may_be_a_statement(future, copies))
+        || futures
+            .iter()
+            .chain(&written)
+            .any(|expr| may_run_a_statement(expr, copies))
+}
+
+/// Whether `future`, awaited where the walk cannot observe it, may be a statement: a copy,
+/// a name, a place, a block's or a macro's value; not a call of another function, an
+/// `async` block, a closure or a borrow (`&mut sleep`), which no statement is awaited
+/// through.
+fn may_be_a_statement(future: &Expr, copies: &HashSet<String>) -> bool {
+    match strip_parens(future) {
         Expr::Async(_) | Expr::Closure(_) | Expr::Reference(_) | Expr::Lit(_) => false,
         Expr::Call(_) | Expr::MethodCall(_) => owned_copy(future, copies),
         _ => true,
-    })
+    }
+}
+
+/// Whether `expr`, written where the walk does not rewrite it (a `select!`'s branches),
+/// may run a statement there: an `.await` on what may be one ([`may_be_a_statement`]), or
+/// a copy handed to a function or a method ([`hands_a_statement_on`]), at any depth.
+fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>) -> bool {
+    struct Runs<'c> {
+        copies: &'c HashSet<String>,
+        found: bool,
+    }
+    impl<'a> syn::visit::Visit<'a> for Runs<'_> {
+        fn visit_expr(&mut self, expr: &'a Expr) {
+            let handed = |args: &Punctuated<Expr, Token![,]>| {
+                args.iter().any(|arg| hands_a_statement_on(arg, self.copies))
+            };
+            self.found |= match expr {
+                Expr::Await(awaited) => may_be_a_statement(&awaited.base, self.copies),
+                Expr::Call(call) => handed(&call.args),
+                Expr::MethodCall(call) => handed(&call.args),
+                _ => false,
+            };
+            syn::visit::visit_expr(self, expr);
+        }
+
+        fn visit_item(&mut self, _: &'a syn::Item) {}
+    }
+    let mut runs = Runs {
+        copies,
+        found: false,
+    };
+    syn::visit::Visit::visit_expr(&mut runs, expr);
+    runs.found
+}
+
+/// Takes every name in `tokens` out of `copies`.
+fn forget_names_in(copies: &mut HashSet<String>, tokens: TokenStream) {
+    for token in tokens {
+        match token {
+            proc_macro2::TokenTree::Ident(ident) => {
+                copies.remove(&name(&ident));
+            }
+            proc_macro2::TokenTree::Group(group) => forget_names_in(copies, group.stream()),
+            _ => {}
+        }
+    }
 }
 
 /// `.bind(x)` or `.bind_refs(x)`: a statement bound, on whatever receiver.
@@ -1050,7 +1139,10 @@ fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
         Expr::Call(call) if is_constructor(&call.func) => built_of_copies(call.args.iter(), copies),
         Expr::Call(_) | Expr::Path(_) | Expr::Field(_) => hands_a_statement_on(value, copies),
         Expr::Try(tried) => on(&tried.expr),
-        _ => false,
+        // A labelled block gives by `break` too, whatever it breaks with.
+        Expr::Block(block) if block.label.is_some() => false,
+        // `let s = if c { a.clone() } else { b.clone() };`, `let s = { .. ; copy };`
+        branches => branches_give(branches, copies, owned_copy).unwrap_or(false),
     }
 }
 
@@ -1081,10 +1173,14 @@ fn is_constructor(func: &Expr) -> bool {
     }))
 }
 
-/// Whether a block's value is one [`hands_a_statement_on`] takes, with the copies its own
-/// `let`s bind (`{ let bound = stmt.clone().bind(..)?; bound }`), which the walk forgot as
-/// the block ended ([`Finder::scoped`]).
-fn gives_a_statement(block: &syn::Block, copies: &HashSet<String>) -> bool {
+/// Whether a block's value is one `gives` takes, with the copies its own `let`s bind
+/// (`{ let bound = stmt.clone().bind(..)?; bound }`), which the walk forgot as the block
+/// ended ([`Finder::scoped`]).
+fn block_gives(
+    block: &syn::Block,
+    copies: &HashSet<String>,
+    gives: fn(&Expr, &HashSet<String>) -> bool,
+) -> bool {
     let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last() else {
         return false;
     };
@@ -1098,7 +1194,7 @@ fn gives_a_statement(block: &syn::Block, copies: &HashSet<String>) -> bool {
             );
         }
     }
-    hands_a_statement_on(tail, &inner)
+    gives(tail, &inner)
 }
 
 /// [`Finder::copies_bound`]: the names `pattern` binds to `value`, in `copies` if it is an

@@ -120,10 +120,11 @@ impl Finder<'_> {
         for (index, stmt) in core::mem::take(&mut block.stmts).into_iter().enumerate() {
             // A macro whose tokens may make a D1 call out of sight, told as it begins: the
             // statement itself, or one inside it (`Expr::Macro`, in `visit_expr_mut`).
-            if let Stmt::Macro(statement) = &stmt
-                && let Some(observe) = self.foreign_macro_observation(&statement.mac)
-            {
-                self.ahead.push(observe);
+            if let Stmt::Macro(statement) = &stmt {
+                if let Some(observe) = self.foreign_macro_observation(&statement.mac) {
+                    self.ahead.push(observe);
+                }
+                self.macro_may_rebind(&statement.mac);
             }
             let at = stmts.len();
             if unify_tail && Some(index) == last && matches!(stmt, Stmt::Expr(_, None)) {
@@ -421,8 +422,19 @@ impl VisitMut for Finder<'_> {
                     finder.visit_block_mut(&mut each.body);
                 });
             }
-            // An `if let`'s or a `while let`'s names are bound in its block alone.
-            Expr::If(_) | Expr::While(_) if self.observing() => {
+            // An `if let`'s names are bound in its block alone, not in its `else`, which
+            // sees the names as they were before the condition.
+            Expr::If(branch) if self.observing() => {
+                self.scoped(|finder| {
+                    finder.visit_expr_mut(&mut branch.cond);
+                    finder.visit_block_mut(&mut branch.then_branch);
+                });
+                if let Some((_, otherwise)) = &mut branch.else_branch {
+                    self.visit_expr_mut(otherwise);
+                }
+            }
+            // A `while let`'s, in its block.
+            Expr::While(_) if self.observing() => {
                 self.scoped(|finder| visit_mut::visit_expr_mut(finder, expr));
             }
             Expr::Let(bound) if self.observing() => {
