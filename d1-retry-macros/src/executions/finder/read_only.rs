@@ -979,7 +979,9 @@ fn selects_a_statement(mac: &Macro, copies: &HashSet<String>) -> bool {
     let Ok((futures, written)) = futures.parse2(mac.tokens.clone()) else {
         return true;
     };
-    futures.iter().any(|future| may_be_a_statement(future, copies))
+    futures
+        .iter()
+        .any(|future| may_be_a_statement(future, copies))
         || futures
             .iter()
             .chain(&written)
@@ -1009,7 +1011,8 @@ fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>) -> bool {
     impl<'a> syn::visit::Visit<'a> for Runs<'_> {
         fn visit_expr(&mut self, expr: &'a Expr) {
             let handed = |args: &Punctuated<Expr, Token![,]>| {
-                args.iter().any(|arg| hands_a_statement_on(arg, self.copies))
+                args.iter()
+                    .any(|arg| hands_a_statement_on(arg, self.copies))
             };
             self.found |= match expr {
                 Expr::Await(awaited) => may_be_a_statement(&awaited.base, self.copies),
@@ -1230,18 +1233,22 @@ fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>
 /// tuple's or an array's pattern, a name bound to the whole).
 fn taken_apart<'p, 'e>(pattern: &'p Pat, value: &'e Expr) -> Option<Vec<(&'p Pat, &'e Expr)>> {
     let in_order = |patterns: Vec<&'p Pat>, parts: Vec<&'e Expr>| {
-        let rest = patterns.iter().any(|pattern| matches!(pattern, Pat::Rest(_)));
+        let rest = patterns
+            .iter()
+            .any(|pattern| matches!(pattern, Pat::Rest(_)));
         (!rest && patterns.len() == parts.len()).then(|| patterns.into_iter().zip(parts).collect())
     };
     match (pattern, strip_parens(value)) {
         (Pat::Type(typed), _) => taken_apart(&typed.pat, value),
         (Pat::Paren(inner), _) => taken_apart(&inner.pat, value),
-        (Pat::Tuple(patterns), Expr::Tuple(parts)) => {
-            in_order(patterns.elems.iter().collect(), parts.elems.iter().collect())
-        }
-        (Pat::Slice(patterns), Expr::Array(parts)) => {
-            in_order(patterns.elems.iter().collect(), parts.elems.iter().collect())
-        }
+        (Pat::Tuple(patterns), Expr::Tuple(parts)) => in_order(
+            patterns.elems.iter().collect(),
+            parts.elems.iter().collect(),
+        ),
+        (Pat::Slice(patterns), Expr::Array(parts)) => in_order(
+            patterns.elems.iter().collect(),
+            parts.elems.iter().collect(),
+        ),
         (Pat::TupleStruct(patterns), Expr::Call(call)) if is_constructor(&call.func) => {
             in_order(patterns.elems.iter().collect(), call.args.iter().collect())
         }
@@ -1249,7 +1256,10 @@ fn taken_apart<'p, 'e>(pattern: &'p Pat, value: &'e Expr) -> Option<Vec<(&'p Pat
             .fields
             .iter()
             .map(|field| {
-                let part = built.fields.iter().find(|part| part.member == field.member)?;
+                let part = built
+                    .fields
+                    .iter()
+                    .find(|part| part.member == field.member)?;
                 Some((&*field.pat, &part.expr))
             })
             .collect(),
