@@ -1332,7 +1332,8 @@ impl Kept {
     /// Declared `read_only`, in a body that calls a macro of its own as a statement: a
     /// statement's copy bound to a name and handed on (`how == 0`), or run by
     /// `tokio::select!`, which is not rewritten: awaited as a branch's future (1), handed to
-    /// a function there (2), or in a branch's handler (3).
+    /// a function there (2), or in a branch's handler (3); or handed on after a `select!`
+    /// of a future bound to a name, which it may not be (4).
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn run_beside_macros(&self, how: u8) -> Result<i64, Error> {
         note!();
@@ -1357,12 +1358,20 @@ impl Kept {
                     }
                 }
             }
-            _ => {
+            3 => {
                 tokio::select! {
                     () = core::future::ready(()) => {
                         awaited(self.statement.clone()).await?;
                     }
                 }
+            }
+            // A future of another function's, bound to a name first: no statement.
+            _ => {
+                let nap = core::future::ready(());
+                tokio::select! {
+                    () = nap => {}
+                }
+                awaited(self.statement.clone()).await?;
             }
         }
         orders(&self.db).await
@@ -1372,7 +1381,7 @@ impl Kept {
 #[tokio::test(start_paused = true)]
 async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     const WRITE: &str = "INSERT INTO orders (item) VALUES ('kept')";
-    for how in 0..4 {
+    for how in 0..5 {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         assert!(
             kept(&db, WRITE).run_beside_macros(how).await.is_ok(),
@@ -1384,7 +1393,7 @@ async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     // what `select!` awaits cannot be, and counts as a write: the body is not run again,
     // and the nested read is retried on its own.
     const OTHER_READ: &str = "SELECT 1 AS n";
-    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1)] {
+    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1), (4, 2)] {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let counted = kept(&db, OTHER_READ).run_beside_macros(how).await;
         assert_eq!(counted.unwrap(), 0, "how: {how}");

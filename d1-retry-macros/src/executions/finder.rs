@@ -36,6 +36,7 @@ pub(super) fn find(
         statements: HashMap::new(),
         sighted: HashSet::new(),
         copies: HashSet::new(),
+        called: HashSet::new(),
         pending: HashSet::new(),
         executions: Vec::new(),
         all_sql: Vec::new(),
@@ -88,6 +89,10 @@ pub(super) struct Finder<'a> {
     /// such a name is observed as the copy would be. Followed in the order the body binds
     /// them, scope by scope ([`Finder::copies_bound`], [`Finder::scoped`]).
     copies: HashSet<String>,
+    /// In a `read_only` body, the names bound where the walk stands to what a call that
+    /// makes no copy returned (`let deadline = sleep(d);`, `let pending = stmt.first(None);`):
+    /// a future, or a statement of a helper's, which the README leaves out of sight.
+    called: HashSet<String>,
     /// The names bound once to an execution's future (`let pending = stmt.first(None);`):
     /// `pending.await` awaits that future, not a statement ([`Finder::awaited_statement`]).
     pending: HashSet<String>,

@@ -91,7 +91,8 @@ impl Finder<'_> {
     pub(super) fn foreign_macro_observation(&self, mac: &Macro) -> Option<TokenStream> {
         if !self.observing()
             || is_expression_macro(mac)
-            || !(may_make_d1_call(mac.tokens.clone()) || selects_a_statement(mac, &self.copies))
+            || !(may_make_d1_call(mac.tokens.clone())
+                || selects_a_statement(mac, &self.copies, &self.called))
         {
             return None;
         }
@@ -203,8 +204,27 @@ impl Finder<'_> {
     /// handed on by value it is moved as the call would move it. Not a `ref` binding, nor a
     /// name written like a constant or a unit variant (`None`), which no pattern binds.
     pub(super) fn copies_bound(&mut self, pattern: &Pat, value: Option<&Expr>) {
-        if self.observing() {
-            bind_copies(&mut self.copies, pattern, value);
+        if !self.observing() {
+            return;
+        }
+        bind_copies(&mut self.copies, pattern, value);
+        // A name bound to a call's value that is no copy ([`Finder::called`]).
+        let single = match pattern {
+            Pat::Type(typed) => &*typed.pat,
+            pattern => pattern,
+        };
+        let called = value.is_some_and(|value| {
+            matches!(strip_parens(value), Expr::Call(_) | Expr::MethodCall(_))
+                && !owned_copy(value, &self.copies)
+        });
+        for pat in bound_idents(pattern) {
+            self.called.remove(&name(&pat.ident));
+        }
+        if let Pat::Ident(ident) = single
+            && ident.subpat.is_none()
+            && called
+        {
+            self.called.insert(name(&ident.ident));
         }
     }
 
@@ -220,9 +240,9 @@ impl Finder<'_> {
     /// Runs `visit` in a scope of its own: the copies it binds ([`copies_bound`](Self::copies_bound))
     /// are forgotten after it, and the names it binds again are copies again if they were.
     pub(super) fn scoped(&mut self, visit: impl FnOnce(&mut Self)) {
-        let outer = self.copies.clone();
+        let outer = (self.copies.clone(), self.called.clone());
         visit(self);
-        self.copies = outer;
+        (self.copies, self.called) = outer;
     }
 
     /// A `read_only` body's execution of a statement made out of sight, with the
@@ -940,7 +960,7 @@ fn branches_give(
 /// tokens are not rewritten: a branch's future that may be one ([`may_be_a_statement`]),
 /// which `select!` awaits, an expression of it that may run one ([`may_run_a_statement`]),
 /// or branches that do not read as `pattern = future[, if condition] => handler`.
-fn selects_a_statement(mac: &Macro, copies: &HashSet<String>) -> bool {
+fn selects_a_statement(mac: &Macro, copies: &HashSet<String>, called: &HashSet<String>) -> bool {
     if macro_name(mac).as_deref() != Some("select") {
         return false;
     }
@@ -981,20 +1001,24 @@ fn selects_a_statement(mac: &Macro, copies: &HashSet<String>) -> bool {
     };
     futures
         .iter()
-        .any(|future| may_be_a_statement(future, copies))
+        .any(|future| may_be_a_statement(future, copies, called))
         || futures
             .iter()
             .chain(&written)
-            .any(|expr| may_run_a_statement(expr, copies))
+            .any(|expr| may_run_a_statement(expr, copies, called))
 }
 
 /// Whether `future`, awaited where the walk cannot observe it, may be a statement: a copy,
-/// a name, a place, a block's or a macro's value; not a call of another function, an
-/// `async` block, a closure or a borrow (`&mut sleep`), which no statement is awaited
-/// through.
-fn may_be_a_statement(future: &Expr, copies: &HashSet<String>) -> bool {
+/// a name, a place, a block's or a macro's value; not a call of another function, a name
+/// bound to one's value (`called`: `let deadline = sleep(d);`), an `async` block, a
+/// closure or a borrow (`&mut sleep`), which no statement is awaited through.
+fn may_be_a_statement(future: &Expr, copies: &HashSet<String>, called: &HashSet<String>) -> bool {
     match strip_parens(future) {
         Expr::Async(_) | Expr::Closure(_) | Expr::Reference(_) | Expr::Lit(_) => false,
+        Expr::Path(path) if path.qself.is_none() => !path
+            .path
+            .get_ident()
+            .is_some_and(|ident| called.contains(&name(ident))),
         Expr::Call(_) | Expr::MethodCall(_) => owned_copy(future, copies),
         _ => true,
     }
@@ -1003,9 +1027,10 @@ fn may_be_a_statement(future: &Expr, copies: &HashSet<String>) -> bool {
 /// Whether `expr`, written where the walk does not rewrite it (a `select!`'s branches),
 /// may run a statement there: an `.await` on what may be one ([`may_be_a_statement`]), or
 /// a copy handed to a function or a method ([`hands_a_statement_on`]), at any depth.
-fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>) -> bool {
+fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>, called: &HashSet<String>) -> bool {
     struct Runs<'c> {
         copies: &'c HashSet<String>,
+        called: &'c HashSet<String>,
         found: bool,
     }
     impl<'a> syn::visit::Visit<'a> for Runs<'_> {
@@ -1015,7 +1040,7 @@ fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>) -> bool {
                     .any(|arg| hands_a_statement_on(arg, self.copies))
             };
             self.found |= match expr {
-                Expr::Await(awaited) => may_be_a_statement(&awaited.base, self.copies),
+                Expr::Await(awaited) => may_be_a_statement(&awaited.base, self.copies, self.called),
                 Expr::Call(call) => handed(&call.args),
                 Expr::MethodCall(call) => handed(&call.args),
                 _ => false,
@@ -1027,6 +1052,7 @@ fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>) -> bool {
     }
     let mut runs = Runs {
         copies,
+        called,
         found: false,
     };
     syn::visit::Visit::visit_expr(&mut runs, expr);
