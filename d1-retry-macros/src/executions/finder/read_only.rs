@@ -1193,12 +1193,18 @@ fn built_of_copies<'e>(parts: impl Iterator<Item = &'e Expr>, copies: &HashSet<S
     any
 }
 
+/// Whether `name` starts with an upper-case letter, as Rust names types, variants and
+/// constants, and no variable.
+fn written_like_a_type(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+}
+
 /// A tuple struct's or an enum variant's name, called to build one (`Some`, `Ok`,
 /// `Wrapper`): a path whose last segment starts with an upper-case letter, by Rust's naming.
 fn is_constructor(func: &Expr) -> bool {
     matches!(func, Expr::Path(path) if path.qself.is_none()
     && path.path.segments.last().is_some_and(|last| {
-        last.ident.to_string().starts_with(|c: char| c.is_ascii_uppercase())
+        written_like_a_type(&last.ident.to_string())
     }))
 }
 
@@ -1242,7 +1248,7 @@ fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>
     let copy = value.is_some_and(|value| owned_copy(value, copies));
     for pat in bound_idents(pattern) {
         let bound = name(&pat.ident);
-        if bound.starts_with(|c: char| c.is_ascii_uppercase()) {
+        if written_like_a_type(&bound) {
             continue;
         }
         if copy && pat.by_ref.is_none() {
