@@ -1292,7 +1292,7 @@ impl Archivers {
 #[tokio::test(start_paused = true)]
 async fn an_exec_or_a_batch_that_is_not_d1_s_stops_a_read_only_body_from_running_again() {
     for bounded in [false, true] {
-        for how in 0..5 {
+        for how in 0..6 {
             let db = orders_with_archive();
             fail_once(
                 &db,
@@ -1333,7 +1333,8 @@ impl Kept {
     /// statement's copy bound to a name and handed on (`how == 0`), or run by
     /// `tokio::select!`, which is not rewritten: awaited as a branch's future (1), handed to
     /// a function there (2), or in a branch's handler (3); or handed on after a `select!`
-    /// of a future bound to a name, which it may not be (4).
+    /// of a future bound to a name, which it may not be (4); or bound in a handler and
+    /// handed on there (5).
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn run_beside_macros(&self, how: u8) -> Result<i64, Error> {
         note!();
@@ -1365,6 +1366,15 @@ impl Kept {
                     }
                 }
             }
+            // A copy bound in a handler, then handed on there.
+            5 => {
+                tokio::select! {
+                    () = core::future::ready(()) => {
+                        let copy = self.statement.clone();
+                        awaited(copy).await?;
+                    }
+                }
+            }
             // A future of another function's, bound to a name first: no statement.
             _ => {
                 let nap = core::future::ready(());
@@ -1393,7 +1403,7 @@ async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     // what `select!` awaits cannot be, and counts as a write: the body is not run again,
     // and the nested read is retried on its own.
     const OTHER_READ: &str = "SELECT 1 AS n";
-    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1), (4, 2)] {
+    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1), (4, 2), (5, 1)] {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let counted = kept(&db, OTHER_READ).run_beside_macros(how).await;
         assert_eq!(counted.unwrap(), 0, "how: {how}");
@@ -1472,4 +1482,56 @@ async fn a_copy_beside_a_borrow_compiles_and_stops_a_read_only_body_from_running
         );
         assert_eq!(calls_with(&db, INSERT), 1, "taken apart: {taken_apart}");
     }
+}
+
+impl Kept {
+    /// Declared `read_only`: a copy's name bound again in a `match` arm, an `if let` and a
+    /// block (by a macro of the caller's) to a `&mut` that the value of each gives and the
+    /// body hands on twice. The name is the branch's own there, so the value is no copy,
+    /// and the body compiles as it does without the attribute.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn rebound_in_branches(&self) -> Result<i64, Error> {
+        let (mut out, mut spare, mut third) = (Vec::new(), Vec::new(), Vec::new());
+        let s = self.statement.clone();
+        drop(s);
+        let mut maybe = Some(&mut out);
+        let t = match maybe.take() {
+            Some(s) => s,
+            None => return Ok(-1),
+        };
+        push_to(t);
+        push_to(t);
+        let mut other = Some(&mut spare);
+        let u = if let Some(s) = other.take() {
+            s
+        } else {
+            return Ok(-1);
+        };
+        push_to(u);
+        push_to(u);
+        let v = {
+            let s = self.statement.clone();
+            drop(s);
+            lend!(s = &mut third);
+            s
+        };
+        push_to(v);
+        push_to(v);
+        assert_eq!((out.len(), spare.len(), third.len()), (2, 2, 2));
+        orders(&self.db).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn names_a_branch_binds_are_its_own_and_the_body_compiles() {
+    let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
+    assert_eq!(
+        kept(&db, "SELECT 1 AS n")
+            .rebound_in_branches()
+            .await
+            .unwrap(),
+        0
+    );
+    // The body ran again: nothing in it counted as a write.
+    assert_eq!(calls_with(&db, READ), 2);
 }

@@ -940,20 +940,42 @@ fn branches_give(
             let Some((_, otherwise)) = &branch.else_branch else {
                 return Some(false);
             };
-            let then_gives = block_gives(&branch.then_branch, copies, gives);
+            // The then-block with the names its condition's `let`s bind.
+            let mut bound = copies.clone();
+            bind_lets(&mut bound, &branch.cond);
+            let then_gives = block_gives(&branch.then_branch, &bound, gives);
             (then_gives || block_diverges(&branch.then_branch))
                 && (on(otherwise) || diverges(otherwise))
                 && (then_gives || on(otherwise))
         }
         Expr::Match(choice) => {
-            choice.arms.iter().any(|arm| on(&arm.body))
+            // Each arm's value with the names its pattern binds.
+            let arm_gives = |arm: &syn::Arm| {
+                let mut bound = copies.clone();
+                bind_copies(&mut bound, &arm.pat, Some(&choice.expr));
+                gives(&arm.body, &bound)
+            };
+            choice.arms.iter().any(arm_gives)
                 && choice
                     .arms
                     .iter()
-                    .all(|arm| on(&arm.body) || diverges(&arm.body))
+                    .all(|arm| diverges(&arm.body) || arm_gives(arm))
         }
         _ => return None,
     })
+}
+
+/// The names the `let`s of an `if`'s condition bind (`if let P = v && let Q = w`), as
+/// [`bind_copies`] binds them.
+fn bind_lets(copies: &mut HashSet<String>, cond: &Expr) {
+    match strip_parens(cond) {
+        Expr::Let(bound) => bind_copies(copies, &bound.pat, Some(&bound.expr)),
+        Expr::Binary(both) if matches!(both.op, syn::BinOp::And(_)) => {
+            bind_lets(copies, &both.left);
+            bind_lets(copies, &both.right);
+        }
+        _ => {}
+    }
 }
 
 /// Whether a `select!` (tokio's or futures') may run a statement out of sight, since its
@@ -1028,19 +1050,24 @@ fn may_be_a_statement(future: &Expr, copies: &HashSet<String>, called: &HashSet<
 /// may run a statement there: an `.await` on what may be one ([`may_be_a_statement`]), or
 /// a copy handed to a function or a method ([`hands_a_statement_on`]), at any depth.
 fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>, called: &HashSet<String>) -> bool {
-    struct Runs<'c> {
-        copies: &'c HashSet<String>,
-        called: &'c HashSet<String>,
+    // The names are followed as the walk follows them, without scopes: a name bound in a
+    // branch stays a copy after it, which can only count more as a write.
+    struct Runs {
+        copies: HashSet<String>,
+        called: HashSet<String>,
         found: bool,
     }
-    impl<'a> syn::visit::Visit<'a> for Runs<'_> {
+    impl<'a> syn::visit::Visit<'a> for Runs {
         fn visit_expr(&mut self, expr: &'a Expr) {
             let handed = |args: &Punctuated<Expr, Token![,]>| {
-                args.iter()
-                    .any(|arg| hands_a_statement_on(arg, self.copies))
+                args.iter().any(|arg| {
+                    hands_a_statement_on(arg, &self.copies) || owned_copy(arg, &self.copies)
+                })
             };
             self.found |= match expr {
-                Expr::Await(awaited) => may_be_a_statement(&awaited.base, self.copies, self.called),
+                Expr::Await(awaited) => {
+                    may_be_a_statement(&awaited.base, &self.copies, &self.called)
+                }
                 Expr::Call(call) => handed(&call.args),
                 Expr::MethodCall(call) => handed(&call.args),
                 _ => false,
@@ -1048,11 +1075,33 @@ fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>, called: &HashSet<S
             syn::visit::visit_expr(self, expr);
         }
 
+        fn visit_local(&mut self, local: &'a Local) {
+            syn::visit::visit_local(self, local);
+            for pat in bound_idents(&local.pat) {
+                self.called.remove(&name(&pat.ident));
+            }
+            // `let pause = sleep(d);`: another function's value, as the walk's `called`.
+            if let (Pat::Ident(ident), Some(init)) = (&local.pat, &local.init)
+                && matches!(
+                    strip_parens(&init.expr),
+                    Expr::Call(_) | Expr::MethodCall(_)
+                )
+                && !owned_copy(&init.expr, &self.copies)
+            {
+                self.called.insert(name(&ident.ident));
+            }
+            bind_copies(
+                &mut self.copies,
+                &local.pat,
+                local.init.as_ref().map(|init| &*init.expr),
+            );
+        }
+
         fn visit_item(&mut self, _: &'a syn::Item) {}
     }
     let mut runs = Runs {
-        copies,
-        called,
+        copies: copies.clone(),
+        called: called.clone(),
         found: false,
     };
     syn::visit::Visit::visit_expr(&mut runs, expr);
@@ -1221,12 +1270,17 @@ fn block_gives(
     };
     let mut inner = copies.clone();
     for stmt in &block.stmts {
-        if let syn::Stmt::Local(local) = stmt {
-            bind_copies(
+        match stmt {
+            syn::Stmt::Local(local) => bind_copies(
                 &mut inner,
                 &local.pat,
                 local.init.as_ref().map(|init| &*init.expr),
-            );
+            ),
+            // As the walk does (`Finder::macro_may_rebind`).
+            syn::Stmt::Macro(statement) if !binds_nothing(&statement.mac) => {
+                forget_names_in(&mut inner, statement.mac.tokens.clone());
+            }
+            _ => {}
         }
     }
     gives(tail, &inner)
