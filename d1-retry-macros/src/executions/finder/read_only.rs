@@ -207,25 +207,7 @@ impl Finder<'_> {
         if !self.observing() {
             return;
         }
-        bind_copies(&mut self.copies, pattern, value);
-        // A name bound to a call's value that is no copy ([`Finder::called`]).
-        let single = match pattern {
-            Pat::Type(typed) => &*typed.pat,
-            pattern => pattern,
-        };
-        let called = value.is_some_and(|value| {
-            matches!(strip_parens(value), Expr::Call(_) | Expr::MethodCall(_))
-                && !owned_copy(value, &self.copies)
-        });
-        for pat in bound_idents(pattern) {
-            self.called.remove(&name(&pat.ident));
-        }
-        if let Pat::Ident(ident) = single
-            && ident.subpat.is_none()
-            && called
-        {
-            self.called.insert(name(&ident.ident));
-        }
+        bind_names(&mut self.copies, &mut self.called, pattern, value);
     }
 
     /// A macro called as a statement that is not known to bind nothing of the caller's
@@ -1077,21 +1059,9 @@ fn may_run_a_statement(expr: &Expr, copies: &HashSet<String>, called: &HashSet<S
 
         fn visit_local(&mut self, local: &'a Local) {
             syn::visit::visit_local(self, local);
-            for pat in bound_idents(&local.pat) {
-                self.called.remove(&name(&pat.ident));
-            }
-            // `let pause = sleep(d);`: another function's value, as the walk's `called`.
-            if let (Pat::Ident(ident), Some(init)) = (&local.pat, &local.init)
-                && matches!(
-                    strip_parens(&init.expr),
-                    Expr::Call(_) | Expr::MethodCall(_)
-                )
-                && !owned_copy(&init.expr, &self.copies)
-            {
-                self.called.insert(name(&ident.ident));
-            }
-            bind_copies(
+            bind_names(
                 &mut self.copies,
+                &mut self.called,
                 &local.pat,
                 local.init.as_ref().map(|init| &*init.expr),
             );
@@ -1284,6 +1254,32 @@ fn block_gives(
         }
     }
     gives(tail, &inner)
+}
+
+/// The names `pattern` binds to `value`: in `called` if it is one name bound to a call's
+/// value that makes no copy ([`Finder::called`]: `let deadline = sleep(d);`), in `copies`
+/// as [`bind_copies`] binds them, and out of each where not.
+fn bind_names(
+    copies: &mut HashSet<String>,
+    called: &mut HashSet<String>,
+    pattern: &Pat,
+    value: Option<&Expr>,
+) {
+    for pat in bound_idents(pattern) {
+        called.remove(&name(&pat.ident));
+    }
+    let single = match pattern {
+        Pat::Type(typed) => &*typed.pat,
+        pattern => pattern,
+    };
+    if let (Pat::Ident(ident), Some(value)) = (single, value)
+        && ident.subpat.is_none()
+        && matches!(strip_parens(value), Expr::Call(_) | Expr::MethodCall(_))
+        && !owned_copy(value, copies)
+    {
+        called.insert(name(&ident.ident));
+    }
+    bind_copies(copies, pattern, value);
 }
 
 /// [`Finder::copies_bound`]: the names `pattern` binds to `value`, in `copies` if it is an
