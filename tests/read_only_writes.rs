@@ -1292,7 +1292,7 @@ impl Archivers {
 #[tokio::test(start_paused = true)]
 async fn an_exec_or_a_batch_that_is_not_d1_s_stops_a_read_only_body_from_running_again() {
     for bounded in [false, true] {
-        for how in 0..6 {
+        for how in 0..7 {
             let db = orders_with_archive();
             fail_once(
                 &db,
@@ -1321,6 +1321,13 @@ async fn an_exec_or_a_batch_that_is_not_d1_s_stops_a_read_only_body_from_running
     }
 }
 
+/// A macro of the caller's that binds the name it is handed.
+macro_rules! lend {
+    ($name:ident = $value:expr) => {
+        let $name = $value;
+    };
+}
+
 /// A macro of the caller's, called as a statement: it could bind names out of sight.
 macro_rules! note {
     () => {
@@ -1334,7 +1341,8 @@ impl Kept {
     /// `tokio::select!`, which is not rewritten: awaited as a branch's future (1), handed to
     /// a function there (2), or in a branch's handler (3); or handed on after a `select!`
     /// of a future bound to a name, which it may not be (4); or bound in a handler and
-    /// handed on there (5).
+    /// handed on there (5); or a name a macro of the caller's bound again to a copy, awaited
+    /// as a branch's future (6).
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn run_beside_macros(&self, how: u8) -> Result<i64, Error> {
         note!();
@@ -1375,6 +1383,18 @@ impl Kept {
                     }
                 }
             }
+            // A name bound to another function's value, then to a copy by a macro of the
+            // caller's, awaited by `select!`.
+            6 => {
+                let next = core::future::ready(());
+                next.await;
+                lend!(next = self.statement.clone());
+                tokio::select! {
+                    ran = next => {
+                        ran?;
+                    }
+                }
+            }
             // A future of another function's, bound to a name first: no statement.
             _ => {
                 let nap = core::future::ready(());
@@ -1403,20 +1423,13 @@ async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     // what `select!` awaits cannot be, and counts as a write: the body is not run again,
     // and the nested read is retried on its own.
     const OTHER_READ: &str = "SELECT 1 AS n";
-    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1), (4, 2), (5, 1)] {
+    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1), (4, 2), (5, 1), (6, 1)] {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let counted = kept(&db, OTHER_READ).run_beside_macros(how).await;
         assert_eq!(counted.unwrap(), 0, "how: {how}");
         assert_eq!(calls_with(&db, READ), 2, "how: {how}");
         assert_eq!(calls_with(&db, OTHER_READ), reads, "how: {how}");
     }
-}
-
-/// A macro of the caller's that binds the name it is handed.
-macro_rules! lend {
-    ($name:ident = $value:expr) => {
-        let $name = $value;
-    };
 }
 
 /// Where the caller's sink goes.

@@ -212,10 +212,12 @@ impl Finder<'_> {
 
     /// A macro called as a statement that is not known to bind nothing of the caller's
     /// (`lend!(sink = &mut out);`) may bind again any name in its tokens, to anything: none
-    /// of them is a copy after it.
+    /// of them is a copy after it, nor another function's value ([`Finder::called`]), which
+    /// it may now be a statement in place of (`lend!(s = stmt.clone())`).
     pub(super) fn macro_may_rebind(&mut self, mac: &Macro) {
         if self.observing() && !binds_nothing(mac) {
             forget_names_in(&mut self.copies, mac.tokens.clone());
+            forget_names_in(&mut self.called, mac.tokens.clone());
         }
     }
 
