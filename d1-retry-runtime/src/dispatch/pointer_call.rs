@@ -24,7 +24,11 @@
 //! Not caught: a method of the user's that takes the pointer by value (`fn batch(self, ..)`
 //! for `Arc<D1Database>`), which the lookup finds before one that borrows, or by `&mut`,
 //! found after; a method for a pointer inside another pointer (`Arc<Box<D1Database>>`),
-//! where the lookup stops at the outer one; in a `read_only` body, a call with another
+//! where the lookup stops at the outer one; a method for a reference reached through
+//! another (`&self` for `&D1Database`, called on a `&&D1Database`), or for a D1 type by
+//! `&mut self` reached through a `&mut`, since a reference to a D1 type is not looked up
+//! (with one `&`, D1's own method is found first, and looking it up would refuse a
+//! method of yours that the call does not make); in a `read_only` body, a call with another
 //! number of arguments than D1's (`run(label)`), which is not looked up (elsewhere such a
 //! call is not retried at all, but a `first()` without its column is looked up); and a
 //! receiver of a generic type, whose bounds name the method.

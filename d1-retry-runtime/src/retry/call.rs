@@ -146,6 +146,11 @@ impl<'a, S: Sleeper> Call<'a, S> {
 
     /// The timer the next attempt races against, and which limit it stands for.
     pub(crate) fn attempt_limit(&self, started: Option<Stopwatch>) -> Option<Limit> {
+        // An invalid policy makes a single attempt, without its limits: a limit of zero
+        // (invalid) would cut that attempt before it reached D1.
+        if self.policy.validate().is_err() {
+            return None;
+        }
         let timeout = self.policy.attempt_timeout().map(|t| Limit {
             timer: t,
             limit: TimeLimit::Attempt,
@@ -175,10 +180,6 @@ impl<'a, S: Sleeper> Call<'a, S> {
         started: Option<Stopwatch>,
         seed: Option<u64>,
     ) -> Option<Duration> {
-        if let Err(invalid) = self.policy.validate() {
-            log::invalid_policy(*self.operation, invalid);
-            return None;
-        }
         let class = failure.class();
         // It may have written: an enclosing `Retry` must not make it again. A method of the
         // user's named like a D1 call may have written in an earlier call of its own, and a
@@ -189,9 +190,16 @@ impl<'a, S: Sleeper> Call<'a, S> {
         {
             scope::record_write();
         }
-        let nested = scope::nested();
+        let nested = scope::leaves_to_the_attempt(class, access);
         if nested {
             scope::leave(class);
+        }
+        // After the counts above: a call whose policy is invalid makes a single attempt,
+        // but what that attempt may have written, and the failure it leaves to an attempt
+        // around it, still count, or that attempt would run the write again.
+        if let Err(invalid) = self.policy.validate() {
+            log::invalid_policy(*self.operation, invalid);
+            return None;
         }
         let budget_exhausted = spend_token(self.policy, class, nested);
         let max_attempts = self.policy.max_attempts();
