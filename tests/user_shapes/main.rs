@@ -31,7 +31,9 @@
 //! through types that deref to D1's in a `read_only` body; [`client_text`] a client's text
 //! in the user's own error around a `Retry`'s write; [`handed_over`] statements a `read_only`
 //! body hands on to what runs them (`join!`, `timeout`, a path under another name);
-//! [`std_macros`] executions inside `matches!`.
+//! [`std_macros`] executions inside `matches!`; [`invalid_inner_policies`] a call under a
+//! policy `validate()` refuses, inside an attempt that runs again; [`reads_in_attempts`]
+//! reads that retry on their own inside an attempt that would not run again after them.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
