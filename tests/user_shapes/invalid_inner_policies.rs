@@ -85,9 +85,9 @@ async fn a_swallowed_write_under_an_invalid_policy_still_counts() {
     }
 }
 
-/// A time limit of zero is invalid: the policy makes its single attempt without limits,
-/// instead of cutting it before it reached D1 (no call made, and a "timed out" error
-/// classed as maybe executed).
+/// A time limit of zero is invalid: the policy makes its single attempt without that
+/// limit, instead of cutting it before it reached D1 (no call made, and a "timed out"
+/// error classed as maybe executed). A limit above zero in an invalid policy still cuts.
 #[tokio::test(start_paused = true)]
 async fn a_zero_time_limit_still_makes_the_one_attempt() {
     for (policy_is, policy) in [
@@ -122,4 +122,22 @@ async fn a_zero_time_limit_still_makes_the_one_attempt() {
         assert!(result.is_err(), "{policy_is}");
         assert_eq!(db.calls().len(), 1, "{policy_is}");
     }
+    let no_jitter = NO_BUDGET
+        .with_jitter(0, 0)
+        .with_attempt_timeout(Duration::from_secs(1));
+    let db = database();
+    db.add_fault(
+        Fault::stall(Duration::from_secs(30))
+            .when_sql_contains(READ_N)
+            .times(1),
+    );
+    let started = tokio::time::Instant::now();
+    let result = Retry::new("read")
+        .read_only(true)
+        .policy(no_jitter)
+        .run_timed(|| async { db.prepare(READ_N).first::<Count>(None).await.map(n) })
+        .await;
+    assert!(result.is_err(), "cut by its 1 s limit: {result:?}");
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    assert_eq!(db.calls().len(), 1);
 }

@@ -32,8 +32,7 @@
 //! in the user's own error around a `Retry`'s write; [`handed_over`] statements a `read_only`
 //! body hands on to what runs them (`join!`, `timeout`, a path under another name);
 //! [`std_macros`] executions inside `matches!`; [`invalid_inner_policies`] a call under a
-//! policy `validate()` refuses, inside an attempt that runs again; [`reads_in_attempts`]
-//! reads that retry on their own inside an attempt that would not run again after them.
+//! policy `validate()` refuses, inside an attempt that runs again.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
@@ -49,7 +48,6 @@ mod nested_idempotent;
 mod nested_read_only;
 mod nested_unseen_writes;
 mod read_only;
-mod reads_in_attempts;
 mod scanner_traps;
 mod sql_forms;
 mod statements_kept;

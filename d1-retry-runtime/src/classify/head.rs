@@ -95,8 +95,13 @@ fn verdict(base: Option<FailureClass>, sqlite_code: bool, parts: Verdicts) -> Op
         _ if sqlite_code => Some(FailureClass::Permanent),
         Some(FailureClass::Permanent) => Some(FailureClass::Permanent),
         Some(class) if parts.all_say(class) => Some(class),
-        // Nothing recognized, or parts that disagree: which one is D1's own is not known.
-        _ => None,
+        // Parts that disagree: which one is D1's own is not known, so the message allows no
+        // more than its least retryable part, and still decides, so that a link below it
+        // (D1's error, which the message may show beside a client's text) cannot allow
+        // more either.
+        Some(class) => Some(parts.least_retryable_with(class)),
+        // Nothing recognized.
+        None => None,
     }
 }
 
@@ -545,7 +550,7 @@ mod tests {
     }
 
     #[test]
-    fn the_first_d1_code_on_the_first_line_decides_if_every_part_agrees() {
+    fn the_first_d1_code_on_the_first_line_decides_with_every_other_part() {
         for (text, expected) in [
             (
                 "ctx D1_ERROR: Network connection lost.",
@@ -560,7 +565,7 @@ mod tests {
             (
                 "saving note hi D1_ERROR: D1 DB is overloaded. Too many requests queued.: \
                  D1_ERROR: Network connection lost.",
-                None,
+                Some(FailureClass::MaybeExecuted),
             ),
             // Two parts that say the same (a stack trace repeats the message).
             (
@@ -572,23 +577,30 @@ mod tests {
                  lost.\n    at D1Database._send (d1:1:2)",
                 Some(FailureClass::MaybeExecuted),
             ),
-            // Further parts that do not, behind any byte and on any line.
-            ("ctx D1_ERROR: Network connection lost. (D1_ERROR: x)", None),
-            ("ctx D1_ERROR: Network connection lost.\n D1_ERROR: x", None),
+            // Further parts that do not, behind any byte and on any line: the least
+            // retryable decides, a part that says nothing known counting as permanent.
+            (
+                "ctx D1_ERROR: Network connection lost. (D1_ERROR: x)",
+                Some(FailureClass::Permanent),
+            ),
+            (
+                "ctx D1_ERROR: Network connection lost.\n D1_ERROR: x",
+                Some(FailureClass::Permanent),
+            ),
             (
                 "ctx D1_ERROR: D1 DB is overloaded. Too many requests queued.:D1_ERROR: \
                  Network connection lost.",
-                None,
+                Some(FailureClass::MaybeExecuted),
             ),
             (
                 "D1 DB is overloaded. Too many requests queued.: D1_ERROR: Network \
                  connection lost.",
-                None,
+                Some(FailureClass::MaybeExecuted),
             ),
             (
                 "D1_ERROR: D1 DB is overloaded. Too many requests queued.\ncaused by: \
                  D1_ERROR: Network connection lost.",
-                None,
+                Some(FailureClass::MaybeExecuted),
             ),
             ("ctx D1_ERROR: odd D1_ERROR: Network connection lost.", None),
             ("ctx:D1_ERROR: Network connection lost.", None),
@@ -630,12 +642,14 @@ mod tests {
             "{first}{}\n D1_ERROR: Network connection lost.",
             "x".repeat(HEAD_LEN)
         );
+        // The first part alone says "not executed"; the second may have run it.
         for piece in [1, 2, 7, far.len()] {
-            assert_eq!(streamed(&far, piece), None, "{piece}-byte pieces");
-            assert_eq!(streamed(&next_line, piece), None, "{piece}-byte pieces");
+            let maybe = Some(FailureClass::MaybeExecuted);
+            assert_eq!(streamed(&far, piece), maybe, "{piece}-byte pieces");
+            assert_eq!(streamed(&next_line, piece), maybe, "{piece}-byte pieces");
         }
-        assert_eq!(message_class(&far), FailureClass::Permanent);
-        assert_eq!(message_class(&next_line), FailureClass::Permanent);
+        assert_eq!(message_class(&far), FailureClass::MaybeExecuted);
+        assert_eq!(message_class(&next_line), FailureClass::MaybeExecuted);
     }
 
     /// A phrase that ends exactly at the end of the head is whole when the message ends

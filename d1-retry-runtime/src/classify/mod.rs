@@ -68,7 +68,8 @@ impl fmt::Display for CharByChar {
 impl Error for CharByChar {}
 
 /// How many links of a `source()` chain are read. Real chains are two or three links long;
-/// the bound only keeps a chain that loops back on itself from hanging the request.
+/// the bound only keeps a chain that loops back on itself from hanging the request, and a
+/// chain with links left unread is permanent.
 const MAX_CHAIN_LEN: usize = 32;
 
 /// Classifies one D1 error message.
@@ -164,10 +165,12 @@ pub fn classify_message(message: &str) -> FailureClass {
 ///
 /// A verdict of rule 2 or 3 other than permanent stands only if every D1 part of the
 /// message says the same: each `D1_`, wherever it stands and on whatever line, starts a
-/// part read as a start is. Else the message decides nothing: one of its parts may be a
-/// client's text that the user's error shows beside D1's own message, and which one is
-/// D1's is not known. Parts that agree (a stack trace that repeats the message, stacked
-/// `D1_ERROR: D1_ERROR: ` prefixes) keep the verdict.
+/// part read as a start is. Else the message decides the least retryable class among the
+/// verdict and its parts, a part that says nothing known counting as permanent: one of its
+/// parts may be a client's text that the user's error shows beside D1's own message, and
+/// which one is D1's is not known. Parts that agree (a stack trace that repeats the
+/// message, stacked `D1_ERROR: D1_ERROR: ` prefixes) keep the verdict. A chain longer than
+/// 32 links, whose deeper links are not read, is permanent.
 ///
 /// Messages that are not recognized (a context such as `loading user 7`, or a bare
 /// `D1_ERROR`, as workers before wrangler 3.1.1 sent, with the detail in its cause) pass
@@ -353,15 +356,25 @@ fn walk_from(outer: Link<'_>) -> Walk<'_> {
                 decision = Some(Decision { link, depth, class });
             }
             if class == FailureClass::Permanent {
-                break;
+                return Walk { outer, decision };
             }
         }
         match link.source() {
             Some(source) => link = Link::of(source),
-            None => break,
+            None => return Walk { outer, decision },
         }
     }
-    Walk { outer, decision }
+    // Links are left unread (a chain that loops, or one deeper than any real one): one of
+    // them may be D1's refusal of the query, which would make it permanent, so it is. No
+    // link read said so: the outermost stands for the chain in the log.
+    Walk {
+        outer,
+        decision: Some(Decision {
+            link: outer,
+            depth: 0,
+            class: FailureClass::Permanent,
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -395,6 +408,59 @@ mod tests {
                 Some(Message(text, source.map(Box::new)))
             })
             .unwrap_or(Message("", None))
+    }
+
+    /// A chain longer than the walk reads is permanent: the link left unread may be D1's
+    /// refusal of the query (helper-57: a UNIQUE constraint 32 links down, under a
+    /// transient outer text, was classed "not executed").
+    #[test]
+    fn a_chain_with_links_left_unread_is_permanent() {
+        let overloaded = "saving: D1_ERROR: D1 DB is overloaded. Too many requests queued.";
+        let unique = "Error: D1_ERROR: UNIQUE constraint failed: users.email: SQLITE_CONSTRAINT";
+        for (depth, expected) in [
+            (2, FailureClass::Permanent),
+            (MAX_CHAIN_LEN - 1, FailureClass::Permanent),
+            (MAX_CHAIN_LEN, FailureClass::Permanent),
+            (MAX_CHAIN_LEN + 8, FailureClass::Permanent),
+        ] {
+            let mut links = vec![overloaded];
+            links.resize(depth, "context");
+            links.push(unique);
+            assert_eq!(classify(&chain(&links)), expected, "depth {depth}");
+        }
+        // Read to its end, a chain within the bound keeps its verdict.
+        let mut links = vec![overloaded];
+        links.resize(MAX_CHAIN_LEN, "context");
+        assert_eq!(classify(&chain(&links)), FailureClass::NotExecuted);
+        links.push("context");
+        assert_eq!(classify(&chain(&links)), FailureClass::Permanent);
+    }
+
+    /// An outer link whose D1 parts disagree decides their least retryable class, so a
+    /// transient link below it cannot allow more (helper-57: each of these was "not
+    /// executed" over a `Cannot resolve` source).
+    #[test]
+    fn a_link_whose_parts_disagree_bounds_the_links_below() {
+        let resolve = "D1_ERROR: Cannot resolve D1 DB due to transient issue on remote node.";
+        for (outer, expected) in [
+            (
+                "repo failed: D1_ERROR: Network connection lost. D1_TYPE_ERROR: Type 'object' \
+                 not supported",
+                FailureClass::Permanent,
+            ),
+            (
+                "D1_ERROR: Network connection lost. D1_ERROR: UNIQUE constraint failed",
+                FailureClass::Permanent,
+            ),
+            (
+                "saving note hi D1_ERROR: D1 DB is overloaded. Too many requests queued.: \
+                 D1_ERROR: Network connection lost.",
+                FailureClass::MaybeExecuted,
+            ),
+        ] {
+            assert_eq!(classify(&chain(&[outer, resolve])), expected, "{outer}");
+            assert_eq!(classify_message(outer), expected, "{outer}");
+        }
     }
 
     #[test]

@@ -39,6 +39,20 @@ impl Verdicts {
     pub(super) fn all_say(self, class: FailureClass) -> bool {
         self.0 & !Self::bit(Some(class)) == 0
     }
+
+    /// The least retryable of `class` and the parts' verdicts. A part that decides nothing
+    /// counts as permanent: it may be D1's own refusal of the query in words d1-retry does
+    /// not know (`D1_ERROR: UNIQUE constraint failed`, without its SQLite code).
+    pub(super) fn least_retryable_with(self, class: FailureClass) -> FailureClass {
+        let permanent = Self::bit(None) | Self::bit(Some(FailureClass::Permanent));
+        if self.0 & permanent != 0 || class == FailureClass::Permanent {
+            FailureClass::Permanent
+        } else if self.0 & Self::bit(Some(FailureClass::MaybeExecuted)) != 0 {
+            FailureClass::MaybeExecuted
+        } else {
+            class
+        }
+    }
 }
 
 /// The verdicts of every D1 part of a message held whole.

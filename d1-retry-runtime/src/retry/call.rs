@@ -146,22 +146,28 @@ impl<'a, S: Sleeper> Call<'a, S> {
 
     /// The timer the next attempt races against, and which limit it stands for.
     pub(crate) fn attempt_limit(&self, started: Option<Stopwatch>) -> Option<Limit> {
-        // An invalid policy makes a single attempt, without its limits: a limit of zero
-        // (invalid) would cut that attempt before it reached D1.
-        if self.policy.validate().is_err() {
-            return None;
-        }
-        let timeout = self.policy.attempt_timeout().map(|t| Limit {
-            timer: t,
-            limit: TimeLimit::Attempt,
-            reported: t,
-        });
-        let deadline = self.policy.deadline().map(|deadline| Limit {
-            // No clock: the deadline still bounds each attempt.
-            timer: self.remaining(started).unwrap_or(deadline),
-            limit: TimeLimit::Deadline,
-            reported: deadline,
-        });
+        // A limit of zero is invalid: the policy makes a single attempt, which such a
+        // limit would cut before it reached D1, so it is left out (a deadline that has
+        // passed since the call began still cuts the attempt before it is made).
+        let timeout = self
+            .policy
+            .attempt_timeout()
+            .filter(|t| !t.is_zero())
+            .map(|t| Limit {
+                timer: t,
+                limit: TimeLimit::Attempt,
+                reported: t,
+            });
+        let deadline = self
+            .policy
+            .deadline()
+            .filter(|d| !d.is_zero())
+            .map(|deadline| Limit {
+                // No clock: the deadline still bounds each attempt.
+                timer: self.remaining(started).unwrap_or(deadline),
+                limit: TimeLimit::Deadline,
+                reported: deadline,
+            });
         match (timeout, deadline) {
             (Some(t), Some(d)) => Some(if d.timer <= t.timer { d } else { t }),
             (one, other) => one.or(other),
@@ -190,7 +196,7 @@ impl<'a, S: Sleeper> Call<'a, S> {
         {
             scope::record_write();
         }
-        let nested = scope::leaves_to_the_attempt(class, access);
+        let nested = scope::nested();
         if nested {
             scope::leave(class);
         }

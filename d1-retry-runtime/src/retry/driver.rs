@@ -14,7 +14,7 @@ use crate::classify::failure::Failure;
 use crate::retry::call::{Call, Limit, race};
 use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
-use crate::retry::scope::{self, Entered, InFlight, Leaving, Watcher};
+use crate::retry::scope::{self, Entered, InFlight, Leaving};
 use crate::schedule::timeout::{TimeLimit, TimedOut};
 use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
@@ -428,12 +428,7 @@ fn poll_inside<F: Future>(
     let marks = InFlight::mark();
     let watched = match plan {
         Plan::Idempotent => None,
-        // An execution left in flight by an earlier poll makes the access `Unretryable`.
-        Plan::ReadOnly(_) => Some(Watcher {
-            wrote: plan.access() != Access::ReadOnly,
-            in_flight: false,
-            read_only: true,
-        }),
+        Plan::ReadOnly(_) => Some(plan.access() != Access::ReadOnly),
     };
     let poll = {
         let _entered = Entered::attempt(watched);

@@ -23,12 +23,6 @@
 //! `Retry` declared read-only, are watched the same way: once a D1 call in them may have
 //! written, they are not run again. Only `idempotent` attempts, which run again whatever
 //! they did, are not watched; they count as a write made in the attempt around them.
-//!
-//! A call leaves its failure to a watched attempt only if that attempt would run again
-//! after it ([`leaves_to_the_attempt`]): not after a failure that may have run a read, in
-//! an attempt that may write; and not, for a read, while an execution that may write is in
-//! flight in the attempt, which keeps it from running again as a write would. Such a read
-//! retries on its own, or nobody would retry it.
 
 use core::future::Future;
 use core::pin::Pin;
@@ -47,8 +41,9 @@ struct Scopes {
     /// Attempts being polled that run again after any failure they may retry, whatever
     /// they did: `idempotent` bodies, and `Retry`s declared idempotent.
     whole: u32,
-    /// The innermost [`Watched`] attempt being polled, as it was when its poll began.
-    watched: Option<Watch>,
+    /// The innermost [`Watched`] attempt being polled: `writes` when its poll began, and
+    /// whether it wrote in an earlier poll.
+    watched: Option<(u32, bool)>,
     /// D1 calls made on this thread that may have written; wraps, as only differences
     /// are read.
     writes: u32,
@@ -78,33 +73,6 @@ std::thread_local! {
     };
 }
 
-/// A watched attempt being polled, as it was when its poll began: what the D1 calls inside
-/// need to know to tell whether it would run again after their failure.
-#[derive(Clone, Copy)]
-struct Watch {
-    /// [`Scopes::writes`] when the poll began.
-    writes: u32,
-    /// The attempt, as it was: whether it wrote, whether it may run again after a read's
-    /// failure that reached D1.
-    attempt: Watcher,
-    /// The executions that may write begun and settled on the thread when the poll began.
-    marks: InFlight,
-}
-
-/// What a watched attempt tells the D1 calls inside it when a poll of it begins.
-#[derive(Clone, Copy)]
-pub(crate) struct Watcher {
-    /// A D1 call in an earlier poll may have written: the attempt will not run again.
-    pub(crate) wrote: bool,
-    /// An earlier poll left an execution that may write in flight (`select!` dropped it,
-    /// or it is still running beside the poll's calls): the attempt will not run again.
-    pub(crate) in_flight: bool,
-    /// The attempt runs again after a failure that may have run a read (a `read_only`
-    /// body's, a `Retry` declared read-only); else only after one that did not reach D1
-    /// (a `Retry` that may write).
-    pub(crate) read_only: bool,
-}
-
 fn update(change: impl FnOnce(Scopes) -> Scopes) -> Scopes {
     SCOPES.with(|scopes| {
         let now = scopes.get();
@@ -114,36 +82,17 @@ fn update(change: impl FnOnce(Scopes) -> Scopes) -> Scopes {
 }
 
 /// Whether the current poll is inside an attempt that will run it again after a failure
-/// it retries: a read made now that does not reach D1 leaves its failure to the attempt.
+/// it retries: a D1 call made now leaves that failure to the attempt.
 ///
 /// A watched attempt in which a write was made will not run again; an attempt declared
 /// read-only or idempotent enclosing it still would.
 #[must_use]
 pub fn nested() -> bool {
-    leaves_to_the_attempt(FailureClass::NotExecuted, Access::ReadOnly)
-}
-
-/// Whether a D1 call of `access` that failed with `class` now leaves its failure to the
-/// attempt around it, which then decides, rather than retrying on its own: only when that
-/// attempt would run again after it. A watched one would not once a call in it may have
-/// written; nor after a failure that may have run a read, unless it is read-only itself
-/// (a `Retry` that may write runs again only after failures that did not reach D1, so a
-/// read that may have run retries on its own, as it would outside: running a read again
-/// is safe); nor, for a read, while an execution that may write is in flight in it (left
-/// by an earlier poll, or begun in this one and not settled: `join!`, `select!`), since
-/// that execution stops it from running again. A write's own execution is in flight as it
-/// decides, which the count cannot tell from another's, so a write beside one in flight
-/// still leaves its failure to the attempt.
-pub(crate) fn leaves_to_the_attempt(class: FailureClass, access: Access) -> bool {
     let scopes = SCOPES.with(Cell::get);
     scopes.whole > 0
-        || scopes.watched.is_some_and(|watch| {
-            !watch.attempt.wrote
-                && scopes.writes == watch.writes
-                && (watch.attempt.read_only || class != FailureClass::MaybeExecuted)
-                && (access != Access::ReadOnly
-                    || !watch.attempt.in_flight && watch.marks.since_in(scopes) == 0)
-        })
+        || scopes
+            .watched
+            .is_some_and(|(since, wrote)| !wrote && scopes.writes == since)
 }
 
 /// Runs `attempt` as an attempt that is retried as a whole: D1 calls inside it do not
@@ -200,11 +149,7 @@ impl InFlight {
     /// Executions begun since the mark less those settled since (wrapping: a poll may
     /// settle one an earlier poll began).
     pub(crate) fn since(self) -> u32 {
-        self.since_in(SCOPES.with(Cell::get))
-    }
-
-    /// [`since`](Self::since), counted to `now`.
-    fn since_in(self, now: Scopes) -> u32 {
+        let now = InFlight::mark();
         now.begun
             .wrapping_sub(self.begun)
             .wrapping_sub(now.settled.wrapping_sub(self.settled))
@@ -331,9 +276,9 @@ pub(crate) fn wrote(operation: OperationName<'_>, sql: Option<&str>) {
 #[must_use = "futures do nothing unless polled"]
 pub(crate) struct Watched<'a, F> {
     attempt: Pin<&'a mut F>,
-    /// The `Retry`'s declared access: one declared idempotent runs again whatever it did,
-    /// and is entered as an `idempotent` body's attempt is; any other is watched.
-    access: Access,
+    /// Whether the attempt is watched: else it runs again whatever it did (declared
+    /// idempotent), and is entered as an `idempotent` body's attempt is.
+    watch: bool,
     wrote: bool,
     /// Executions that may write begun and not settled within the attempt (wrapping): one
     /// dropped in flight (a `try_join!` whose other branch failed) may have run.
@@ -343,12 +288,12 @@ pub(crate) struct Watched<'a, F> {
 }
 
 impl<'a, F: Future> Watched<'a, F> {
-    /// Polls `attempt`, of the declared `access`, inside the scope, watched unless it is
-    /// declared idempotent: the attempt is not run again once it may have written.
-    pub(crate) fn new(attempt: Pin<&'a mut F>, access: Access) -> Self {
+    /// Polls `attempt` inside the scope, watched when `watch`: the attempt is not run
+    /// again once it may have written.
+    pub(crate) fn new(attempt: Pin<&'a mut F>, watch: bool) -> Self {
         Watched {
             attempt,
-            access,
+            watch,
             wrote: false,
             in_flight: 0,
             left: None,
@@ -377,12 +322,7 @@ impl<F: Future> Future for Watched<'_, F> {
         let marks = InFlight::mark();
         let before = writes();
         let poll = {
-            let _entered =
-                Entered::attempt((this.access != Access::Idempotent).then_some(Watcher {
-                    wrote: this.wrote,
-                    in_flight: this.in_flight != 0,
-                    read_only: this.access == Access::ReadOnly,
-                }));
+            let _entered = Entered::attempt(this.watch.then_some(this.wrote));
             let leaving = Leaving::enter();
             let poll = this.attempt.as_mut().poll(cx);
             this.left = least_retryable(this.left, leaving.end());
@@ -405,12 +345,11 @@ pub(crate) enum Entered {
 }
 
 impl Entered {
-    /// `watched`: `Some` for a watched attempt, what it tells the calls inside; `None` for
-    /// an `idempotent` one.
-    pub(crate) fn attempt(watched: Option<Watcher>) -> Entered {
+    /// `watched`: `Some(wrote)` for a `read_only` attempt, `None` for an `idempotent` one.
+    pub(crate) fn attempt(watched: Option<bool>) -> Entered {
         match watched {
             None => Entered::Whole(Inside::enter()),
-            Some(attempt) => Entered::Watched(Watching::enter(attempt)),
+            Some(wrote) => Entered::Watched(Watching::enter(wrote)),
         }
     }
 }
@@ -418,20 +357,13 @@ impl Entered {
 /// The innermost watched attempt set while it lives, the one it enclosed set back when it
 /// drops (even if the poll panics).
 pub(crate) struct Watching {
-    outer: Option<Watch>,
+    outer: Option<(u32, bool)>,
 }
 
 impl Watching {
-    fn enter(attempt: Watcher) -> Watching {
+    fn enter(wrote: bool) -> Watching {
         let outer = update(|scopes| Scopes {
-            watched: Some(Watch {
-                writes: scopes.writes,
-                attempt,
-                marks: InFlight {
-                    begun: scopes.begun,
-                    settled: scopes.settled,
-                },
-            }),
+            watched: Some((scopes.writes, wrote)),
             ..scopes
         });
         Watching {
@@ -602,14 +534,14 @@ mod tests {
     #[test]
     fn a_watched_attempt_sees_the_writes_made_while_it_is_polled_only() {
         let mut quiet = core::pin::pin!(async { nested() });
-        let mut watched = Watched::new(quiet.as_mut(), Access::Write);
+        let mut watched = Watched::new(quiet.as_mut(), true);
         assert_eq!(poll_once(&mut watched), Poll::Ready(true));
         assert!(!watched.wrote());
 
         // A write outside the watched poll is not the attempt's.
         record_write();
         let mut writing = core::pin::pin!(async { record_write() });
-        let mut watched = Watched::new(writing.as_mut(), Access::Write);
+        let mut watched = Watched::new(writing.as_mut(), true);
         record_write();
         assert_eq!(poll_once(&mut watched), Poll::Ready(()));
         assert!(watched.wrote());
@@ -632,7 +564,7 @@ mod tests {
                 // The calls after a write retry on their own, whichever poll wrote.
                 Poll::Ready(nested())
             }));
-            let mut watched = Watched::new(attempt.as_mut(), Access::Write);
+            let mut watched = Watched::new(attempt.as_mut(), true);
             assert_eq!(poll_once(&mut watched), Poll::Pending);
             assert_eq!(watched.wrote(), writing_poll == 1);
             assert_eq!(poll_once(&mut watched), Poll::Ready(false));
@@ -650,65 +582,9 @@ mod tests {
     #[test]
     fn calls_after_a_write_in_a_watched_attempt_retry_on_their_own() {
         let mut attempt = core::pin::pin!(nested_around_a_write());
-        let watched = Watched::new(attempt.as_mut(), Access::Write);
+        let watched = Watched::new(attempt.as_mut(), true);
         assert_eq!(poll_once(watched), Poll::Ready((true, false)));
         assert!(!nested());
-    }
-
-    /// What a call inside a watched attempt leaves to it, by the failure's class, the
-    /// call's access, the attempt's declared access and the writes in flight beside it.
-    #[test]
-    fn a_call_leaves_its_failure_only_to_an_attempt_that_would_run_again_after_it() {
-        use FailureClass::{MaybeExecuted, NotExecuted, Permanent};
-        async fn leaves() -> [bool; 4] {
-            [
-                leaves_to_the_attempt(NotExecuted, Access::ReadOnly),
-                leaves_to_the_attempt(MaybeExecuted, Access::ReadOnly),
-                leaves_to_the_attempt(Permanent, Access::ReadOnly),
-                leaves_to_the_attempt(MaybeExecuted, Access::Write),
-            ]
-        }
-        // A `Retry` that may write runs again only after failures that did not reach D1.
-        let mut attempt = core::pin::pin!(leaves());
-        let in_write = poll_once(Watched::new(attempt.as_mut(), Access::Write));
-        assert_eq!(in_write, Poll::Ready([true, false, true, false]));
-        // One declared read-only, after a read that may have run too.
-        let mut attempt = core::pin::pin!(leaves());
-        let in_read = poll_once(Watched::new(attempt.as_mut(), Access::ReadOnly));
-        assert_eq!(in_read, Poll::Ready([true, true, true, true]));
-        // Beside a write begun in the poll and not settled, a read decides for itself; a
-        // write (whose own execution the count holds) still leaves it.
-        let mut attempt = core::pin::pin!(async {
-            begin_write(Access::Write);
-            let beside = (
-                leaves_to_the_attempt(NotExecuted, Access::ReadOnly),
-                leaves_to_the_attempt(NotExecuted, Access::Write),
-            );
-            settle_write(Access::Write);
-            let settled = leaves_to_the_attempt(NotExecuted, Access::ReadOnly);
-            (beside, settled)
-        });
-        let watched = Watched::new(attempt.as_mut(), Access::ReadOnly);
-        assert_eq!(poll_once(watched), Poll::Ready(((false, true), true)));
-        // Left in flight by an earlier poll: the reads of the next polls decide.
-        let mut polls = 0;
-        let mut attempt = core::pin::pin!(core::future::poll_fn(|cx| {
-            polls += 1;
-            if polls == 1 {
-                begin_write(Access::Write);
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            Poll::Ready(leaves_to_the_attempt(NotExecuted, Access::ReadOnly))
-        }));
-        let mut watched = Watched::new(attempt.as_mut(), Access::Write);
-        assert_eq!(poll_once(&mut watched), Poll::Pending);
-        assert_eq!(poll_once(&mut watched), Poll::Ready(false));
-        settle_write(Access::Write);
-        // Inside an `idempotent` attempt, every call leaves its failure to it.
-        let mut attempt = core::pin::pin!(leaves());
-        let vouched = poll_once(Watched::new(attempt.as_mut(), Access::Idempotent));
-        assert_eq!(vouched, Poll::Ready([true; 4]));
     }
 
     #[test]
@@ -744,7 +620,7 @@ mod tests {
             .await;
             leave(FailureClass::MaybeExecuted);
         });
-        let mut watched = Watched::new(attempt.as_mut(), Access::Write);
+        let mut watched = Watched::new(attempt.as_mut(), true);
         let waker = core::task::Waker::noop();
         let mut cx = Context::from_waker(waker);
         assert!(Pin::new(&mut watched).poll(&mut cx).is_pending());
@@ -790,13 +666,13 @@ mod tests {
 
     #[test]
     fn an_attempt_that_runs_again_whatever_it_did_keeps_its_calls_nested() {
-        // A `Retry` declared idempotent.
+        // A `Retry` declared read-only or idempotent.
         let mut attempt = core::pin::pin!(nested_around_a_write());
-        let vouched = Watched::new(attempt.as_mut(), Access::Idempotent);
+        let vouched = Watched::new(attempt.as_mut(), false);
         assert_eq!(poll_once(vouched), Poll::Ready((true, true)));
         // A watched attempt inside a whole-body one, which would still run it again.
         let mut attempt = core::pin::pin!(nested_around_a_write());
-        let inner = Watched::new(attempt.as_mut(), Access::Write);
+        let inner = Watched::new(attempt.as_mut(), true);
         assert_eq!(poll_once(scoped(inner)), Poll::Ready((true, true)));
         assert!(!nested());
     }
@@ -807,10 +683,10 @@ mod tests {
             record_write();
             let after_outer_write = nested();
             let mut inner = core::pin::pin!(nested_around_a_write());
-            let inner = Watched::new(inner.as_mut(), Access::Write).await;
+            let inner = Watched::new(inner.as_mut(), true).await;
             (after_outer_write, inner, nested())
         });
-        let outer = Watched::new(outer.as_mut(), Access::Write);
+        let outer = Watched::new(outer.as_mut(), true);
         assert_eq!(poll_once(outer), Poll::Ready((false, (true, false), false)));
         assert!(!nested());
     }
@@ -824,7 +700,7 @@ mod tests {
         assert!(!nested());
         let caught = std::panic::catch_unwind(|| {
             let mut attempt = core::pin::pin!(async { panic!("inside") });
-            let _: Poll<()> = poll_once(Watched::new(attempt.as_mut(), Access::Write));
+            let _: Poll<()> = poll_once(Watched::new(attempt.as_mut(), true));
         });
         assert!(caught.is_err());
         assert!(!nested());

@@ -36,10 +36,7 @@ use crate::{DefaultSleeper, FailureClass, RetryPolicy, Sleeper};
 /// the attempt is not run again, since that call would be made again, and the calls after
 /// it retry on their own, as they do outside any `Retry`. So
 /// `repo.place_order().await?; repo.order_count().await` (two `#[d1_retry]` methods)
-/// inserts once, whichever call fails. A read retries on its own too where the attempt
-/// would not run again after its failure: one that may have run it, in an attempt that may
-/// write (run again only after failures that did not reach D1), and one beside a write in
-/// flight in the attempt (`join!`) or dropped in flight (`select!`). What the driver cannot see are D1 calls made
+/// inserts once, whichever call fails. What the driver cannot see are D1 calls made
 /// directly in the attempt: after `ins_a.run().await?; ins_b.run().await`, a failure of
 /// `ins_b` that did not reach D1 runs the attempt again, and inserts `a` twice. The same
 /// holds for a direct write followed by any other failure whose text reads "not executed",
@@ -235,7 +232,7 @@ impl<'a, S: Sleeper> Retry<'a, S> {
             // until one of them may have written (`Watched`).
             let mut current = core::pin::pin!(attempt());
             vouched_write(access);
-            let mut watched = Watched::new(current.as_mut(), access);
+            let mut watched = Watched::new(current.as_mut(), watches(access));
             let error = match (&mut watched).await {
                 Ok(value) => {
                     succeeded(&driver, access);
@@ -278,7 +275,7 @@ impl<'a, S: Sleeper> Retry<'a, S> {
         loop {
             let mut current = core::pin::pin!(attempt());
             vouched_write(begun);
-            let mut watched = Watched::new(current.as_mut(), begun);
+            let mut watched = Watched::new(current.as_mut(), watches(begun));
             let result = driver.attempt(&mut watched).await;
             let access = after(begun, &watched);
             let delay = match result {
@@ -350,6 +347,13 @@ fn left_to<F>(access: Access, watched: &Watched<'_, F>) -> Option<FailureClass> 
         Access::ReadOnly | Access::Idempotent => watched.left(),
         _ => None,
     }
+}
+
+/// Whether an attempt of `access` is [`Watched`]: unless it is declared idempotent, it is
+/// not run again once a D1 call in it may have written, so the calls after that retry on
+/// their own, as they would outside it (one declared idempotent always may run again).
+fn watches(access: Access) -> bool {
+    access != Access::Idempotent
 }
 
 /// Before an attempt declared idempotent: it counts as a write made, which an attempt

@@ -32,7 +32,8 @@ use crate::RetryBudget;
 /// says whether the result makes sense (at least one attempt, base delay not above the cap,
 /// `0 < jitter min ≤ jitter max`, a valid [`RetryBudget`], time limits above zero). A policy given to `#[d1_retry(policy = ...)]` is
 /// validated by the compiler. The driver never panics on an invalid policy: it makes a
-/// single attempt, without time limits, and logs the [`PolicyError`] at error level. That
+/// single attempt (a time limit of zero left out) and logs the [`PolicyError`] at error
+/// level. That
 /// attempt counts as any other for a `Retry` or a `read_only` body around it: a write it
 /// may have made is not made again.
 ///
