@@ -35,6 +35,15 @@ async fn insert(db: &D1Database, policy: RetryPolicy) -> Result<(), Error> {
         .await
 }
 
+/// The orders counted by a read declared read-only, within `policy`'s time limits.
+async fn timed_read(db: &D1Database, policy: RetryPolicy) -> Result<i64, Error> {
+    Retry::new("read")
+        .read_only(true)
+        .policy(policy)
+        .run_timed(|| async { db.prepare(READ_N).first::<Count>(None).await.map(n) })
+        .await
+}
+
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn insert_then_count(db: &D1Database, policy: RetryPolicy) -> Result<i64, Error> {
     insert(db, policy).await?;
@@ -99,11 +108,7 @@ async fn a_zero_time_limit_still_makes_the_one_attempt() {
     ] {
         assert!(policy.validate().is_err(), "{policy_is}");
         let db = database();
-        let result = Retry::new("read")
-            .read_only(true)
-            .policy(policy)
-            .run_timed(|| async { db.prepare(READ_N).first::<Count>(None).await.map(n) })
-            .await;
+        let result = timed_read(&db, policy).await;
         assert_eq!(result.ok(), Some(0), "{policy_is}");
         assert_eq!(db.calls().len(), 1, "{policy_is}");
 
@@ -114,11 +119,7 @@ async fn a_zero_time_limit_still_makes_the_one_attempt() {
                 .when_sql_contains(READ_N)
                 .times(1),
         );
-        let result = Retry::new("read")
-            .read_only(true)
-            .policy(policy)
-            .run_timed(|| async { db.prepare(READ_N).first::<Count>(None).await.map(n) })
-            .await;
+        let result = timed_read(&db, policy).await;
         assert!(result.is_err(), "{policy_is}");
         assert_eq!(db.calls().len(), 1, "{policy_is}");
     }
@@ -132,11 +133,7 @@ async fn a_zero_time_limit_still_makes_the_one_attempt() {
             .times(1),
     );
     let started = tokio::time::Instant::now();
-    let result = Retry::new("read")
-        .read_only(true)
-        .policy(no_jitter)
-        .run_timed(|| async { db.prepare(READ_N).first::<Count>(None).await.map(n) })
-        .await;
+    let result = timed_read(&db, no_jitter).await;
     assert!(result.is_err(), "cut by its 1 s limit: {result:?}");
     assert_eq!(started.elapsed(), Duration::from_secs(1));
     assert_eq!(db.calls().len(), 1);
