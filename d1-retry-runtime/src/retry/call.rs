@@ -30,6 +30,7 @@ use crate::retry::operation::OperationName;
 use crate::retry::scope;
 use crate::schedule::jitter;
 use crate::schedule::timeout::{TimeLimit, TimedOut};
+use crate::schedule::wait::Wait;
 use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch};
 
 /// The schedule shared by the executions of one call.
@@ -532,7 +533,7 @@ struct State<S: Sleeper> {
     /// An attempt is in flight.
     running: bool,
     /// The wait before the next attempt (on the heap: see [`Call::wait`]).
-    waiting: Option<Pin<Box<S::Sleep>>>,
+    waiting: Wait<S>,
 }
 
 impl<S: Sleeper> State<S> {
@@ -541,7 +542,7 @@ impl<S: Sleeper> State<S> {
             attempts: 0,
             limit: None,
             running: false,
-            waiting: None,
+            waiting: Wait::none(),
         }
     }
 }
@@ -562,11 +563,11 @@ fn drive<S: Sleeper>(
 ) -> Poll<Option<TimedOut>> {
     let started = limits.as_ref().and_then(|limits| limits.started);
     loop {
-        if let Some(wait) = &mut state.waiting {
+        if let Some(wait) = &mut *state.waiting {
             if wait.as_mut().poll(cx).is_pending() {
                 return Poll::Pending;
             }
-            state.waiting = None;
+            *state.waiting = None;
         }
         if !state.running {
             state.running = true;
@@ -644,7 +645,7 @@ fn drive<S: Sleeper>(
             }
         };
         match delay {
-            Some(delay) => state.waiting = Some(call.wait(delay)),
+            Some(delay) => *state.waiting = Some(call.wait(delay)),
             None => {
                 scope::settle_write(access);
                 return Poll::Ready(cut);

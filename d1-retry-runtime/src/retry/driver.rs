@@ -16,6 +16,7 @@ use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
 use crate::retry::scope::{self, Entered, InFlight, Leaving};
 use crate::schedule::timeout::{TimeLimit, TimedOut};
+use crate::schedule::wait::{Timer, Wait};
 use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
@@ -31,7 +32,7 @@ pub struct Driver<'a, S: Sleeper> {
     /// The time limit that cut the last attempt, if one did.
     cut: Option<TimeLimit>,
     /// The wait decided after the last failure, made before the next attempt.
-    waiting: Option<Pin<Box<S::Sleep>>>,
+    waiting: Wait<S>,
     /// The least retryable class of the failures D1 calls within the current attempt left
     /// to it (`scope::leave`), which decides when the attempt's own error does not say.
     left: Option<FailureClass>,
@@ -47,7 +48,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             attempt: 1,
             seed: None,
             cut: None,
-            waiting: None,
+            waiting: Wait::none(),
             left: None,
         }
     }
@@ -102,7 +103,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
     /// Makes the next attempt ([`turn`](Self::turn) or [`attempt`](Self::attempt)) wait
     /// `delay` first, so that the loop awaits once per attempt.
     pub fn wait_before_next(&mut self, delay: Duration) {
-        self.waiting = Some(self.call.wait(delay));
+        *self.waiting = Some(self.call.wait(delay));
     }
 
     /// The next attempt of a loop without time limits, and the decision after it: the
@@ -179,7 +180,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             timed_out,
             limit: None,
             started: false,
-            timer: None,
+            timer: Timer::none(),
         }
     }
 
@@ -287,7 +288,7 @@ pub struct TimedTurn<'t, 'a, S: Sleeper, F, E> {
     limit: Option<Limit>,
     started: bool,
     /// Structurally pinned; made at the attempt's first pending poll.
-    timer: Option<S::Sleep>,
+    timer: Timer<S>,
 }
 
 impl<S, F, T, E> Future for TimedTurn<'_, '_, S, F, E>
@@ -322,7 +323,7 @@ where
                     return Poll::Ready(turn.driver.after(result, turn.plan, turn.classify));
                 }
                 // SAFETY: see above.
-                let timer = unsafe { Pin::new_unchecked(&mut this.timer) };
+                let timer = unsafe { Pin::new_unchecked(&mut *this.timer) };
                 match limit {
                     Some(limit) if turn.driver.fired(Some(limit), timer, cx) => limit,
                     _ => return Poll::Pending,
@@ -343,7 +344,10 @@ where
 }
 
 /// Polls the wait scheduled before an attempt, if any, and clears it once it is over.
-/// Apart from [`Turn::poll`] so that it is compiled once per sleeper, not per function.
+/// Apart from [`Turn::poll`], and kept out of line (LLVM would otherwise inline it, with
+/// the sleeper's poll, into every function's state machine), so that it is compiled once
+/// per sleeper, not per function.
+#[inline(never)]
 fn wait_is_pending<S: Sleeper>(
     waiting: &mut Option<Pin<Box<S::Sleep>>>,
     cx: &mut Context<'_>,
@@ -416,7 +420,8 @@ impl Plan<'_, '_> {
 /// Polls a whole-body attempt inside the scope that keeps the D1 calls within from
 /// retrying on their own, tells `plan` of a write made within it (`Plan::after_poll`),
 /// and keeps in `left` the least retryable class of the failures such calls left to it:
-/// the one poll of [`Turn`] and [`TimedTurn`].
+/// the one poll of [`Turn`] and [`TimedTurn`]. Only the attempt's own poll is generic; the
+/// scope is entered and ended by [`PollInside`], out of line.
 #[inline(always)]
 fn poll_inside<F: Future>(
     plan: Plan<'_, '_>,
@@ -424,21 +429,61 @@ fn poll_inside<F: Future>(
     left: &mut Option<FailureClass>,
     cx: &mut Context<'_>,
 ) -> Poll<F::Output> {
-    let writes = scope::writes();
-    let marks = InFlight::mark();
-    let watched = match plan {
-        Plan::Idempotent => None,
-        Plan::ReadOnly(_) => Some(plan.access() != Access::ReadOnly),
-    };
-    let poll = {
-        let _entered = Entered::attempt(watched);
-        let leaving = Leaving::enter();
-        let poll = attempt.poll(cx);
-        *left = scope::least_retryable(*left, leaving.end());
-        poll
-    };
-    plan.after_poll(writes, marks);
+    let inside = PollInside::enter(plan);
+    let poll = attempt.poll(cx);
+    inside.end(plan, left);
     poll
+}
+
+/// The scope of one poll of a whole-body attempt, entered and ended out of line: inlined,
+/// its thread-local updates and their guards' drops (for a poll that panics) were copied
+/// into every `read_only` and `idempotent` function's state machine, about an eighth of the
+/// instructions rustc spent on such a function in a release build
+/// (`scripts/bench-compile-time.sh`). Two calls per poll instead; a whole-body attempt is
+/// polled a few times per D1 round trip.
+struct PollInside {
+    /// The thread's writes before the poll, to tell a write made within it.
+    writes: u32,
+    marks: InFlight,
+    /// Dropped in this order if the poll panics: the failures' slot, then the scope.
+    leaving: Leaving,
+    entered: Entered,
+}
+
+impl PollInside {
+    /// Enters the scope for one poll of an attempt run under `plan`.
+    #[inline(never)]
+    fn enter(plan: Plan<'_, '_>) -> PollInside {
+        let writes = scope::writes();
+        let marks = InFlight::mark();
+        let watched = match plan {
+            Plan::Idempotent => None,
+            Plan::ReadOnly(_) => Some(plan.access() != Access::ReadOnly),
+        };
+        let entered = Entered::attempt(watched);
+        let leaving = Leaving::enter();
+        PollInside {
+            writes,
+            marks,
+            leaving,
+            entered,
+        }
+    }
+
+    /// Ends the scope after the poll: the failures left within it join `left`, and `plan`
+    /// learns of a write made within it.
+    #[inline(never)]
+    fn end(self, plan: Plan<'_, '_>, left: &mut Option<FailureClass>) {
+        let PollInside {
+            writes,
+            marks,
+            entered,
+            leaving,
+        } = self;
+        *left = scope::least_retryable(*left, leaving.end());
+        drop(entered);
+        plan.after_poll(writes, marks);
+    }
 }
 
 /// The dynamic SQL a `read_only` function's attempts ran, observed as it is passed to
@@ -725,6 +770,35 @@ mod tests {
             Poll::Ready(Some(Err(DbError(LOST))))
         ));
         assert_eq!(waits.0.borrow().len(), 1, "no other wait");
+    }
+
+    #[test]
+    fn a_turn_whose_attempt_panics_leaves_the_scope_as_it_found_it() {
+        use crate::retry::scope;
+        let waits = Waits::default();
+        let policy = RetryPolicy::DEFAULT.without_budget();
+        let record = Attempt::new(OperationName::Named("test"));
+        let classify: for<'e> fn(&'e DbError) -> Failure<'e> = |error| Failure::from_error(error);
+        for plan in [Plan::Idempotent, Plan::ReadOnly(&record)] {
+            let mut driver = Driver::new(&policy, &OperationName::Named("test"), &waits);
+            // A failure left to the attempt, then a panic within its poll.
+            let attempt = core::future::poll_fn(|_| -> Poll<Result<u32, DbError>> {
+                assert!(scope::nested(), "polled inside the scope");
+                scope::leave(FailureClass::Permanent);
+                panic!("inside the attempt")
+            });
+            let turn = driver.turn(attempt, plan, classify);
+            let caught = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| {
+                crate::fake::poll_to_end(turn)
+            }));
+            assert!(caught.is_err());
+            assert!(!scope::nested(), "{plan:?}: the scope ends with the panic");
+            assert_eq!(
+                scope::left_now(),
+                None,
+                "{plan:?}: the failure left within the attempt is not carried out of it"
+            );
+        }
     }
 
     #[test]

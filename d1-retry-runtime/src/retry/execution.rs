@@ -47,6 +47,7 @@ use crate::dispatch::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain
 use crate::retry::call::Call;
 use crate::retry::decide::Access;
 use crate::schedule::timeout::TimeLimit;
+use crate::schedule::wait::Wait;
 use crate::{Sleeper, Stopwatch};
 
 /// What carries over between the attempts of one retried execution: the call's schedule,
@@ -73,7 +74,7 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         Attempting {
             execution: self,
             error: PhantomData,
-            waiting: None,
+            waiting: Wait::none(),
             attempt,
         }
     }
@@ -159,7 +160,7 @@ pub struct Attempting<'e, 'c, S: Sleeper, Fut, E> {
     /// The wait after a failure, on the heap (see `Call::wait`): only a failure pays for
     /// it. Here rather than in the [`Execution`] the caller holds across its await: a
     /// value with a destructor there costs rustc more in every function.
-    waiting: Option<Pin<Box<S::Sleep>>>,
+    waiting: Wait<S>,
     /// Pinned with the `Attempting` (see `poll`); the other fields are not.
     attempt: Fut,
 }
@@ -196,7 +197,7 @@ where
                     return Poll::Ready(ControlFlow::Break(Ok(value)));
                 }
                 Err(error) => match this.execution.failed(&E::d1_failure(&error)) {
-                    Some(wait) => this.waiting = Some(wait),
+                    Some(wait) => *this.waiting = Some(wait),
                     None => return Poll::Ready(ControlFlow::Break(Err(error))),
                 },
             }

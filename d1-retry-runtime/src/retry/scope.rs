@@ -423,6 +423,12 @@ pub(crate) fn leave(class: FailureClass) {
     });
 }
 
+/// The failures left to the attempt being polled, as [`Leaving::end`] would read them.
+#[cfg(test)]
+pub(crate) fn left_now() -> Option<FailureClass> {
+    SCOPES.with(Cell::get).left
+}
+
 /// Of two failures left to one attempt, the one whose class allows the fewest retries:
 /// which of them the attempt's error stands for cannot be told (one may have been
 /// swallowed, `join!` may have returned either), so the least retryable decides, as it

@@ -45,6 +45,7 @@ use crate::retry::call::{Limit, TimedCall, convert};
 use crate::retry::decide::Access;
 use crate::retry::execution::{Execution, Once, PlainExecution};
 use crate::schedule::timeout::TimedOut;
+use crate::schedule::wait::{Timer, Wait};
 use crate::{FailureClass, Sleeper, Stopwatch};
 
 /// What carries over between the attempts of one retried execution under time limits: the
@@ -72,10 +73,10 @@ impl<'c, S: Sleeper> TimedExecution<'c, S> {
             classify: E::d1_failure,
             clock: Clock {
                 execution: self,
-                waiting: None,
+                waiting: Wait::none(),
                 started: false,
                 limit: None,
-                timer: None,
+                timer: Timer::none(),
             },
             attempt: Some(attempt),
         }
@@ -183,12 +184,12 @@ enum Before {
 /// The time of one attempt: its limit and timer, and the wait after it.
 struct Clock<'e, 'c, S: Sleeper> {
     execution: &'e mut TimedExecution<'c, S>,
-    waiting: Option<Pin<Box<S::Sleep>>>,
+    waiting: Wait<S>,
     /// The limit is set at the first poll, when the attempt starts, not when it is made.
     started: bool,
     limit: Option<Limit>,
     /// Made at the attempt's first pending poll ([`fired`](Self::fired)); pinned in place.
-    timer: Option<S::Sleep>,
+    timer: Timer<S>,
 }
 
 impl<S: Sleeper> Clock<'_, '_, S> {
@@ -231,7 +232,7 @@ impl<S: Sleeper> Clock<'_, '_, S> {
         let Some(limit) = this.limit else {
             return false;
         };
-        let mut timer = unsafe { Pin::new_unchecked(&mut this.timer) };
+        let mut timer = unsafe { Pin::new_unchecked(&mut *this.timer) };
         if timer.is_none() {
             let call = this.execution.execution.call();
             timer.set(Some(call.sleeper().sleep(limit.timer)));
@@ -250,13 +251,13 @@ impl<S: Sleeper> Clock<'_, '_, S> {
     fn failed(self: Pin<&mut Self>, failure: &Failure<'_>, limited: bool) -> bool {
         // SAFETY: as in `before`.
         let this = unsafe { self.get_unchecked_mut() };
-        unsafe { Pin::new_unchecked(&mut this.timer) }.set(None);
+        unsafe { Pin::new_unchecked(&mut *this.timer) }.set(None);
         let started = if limited {
             this.execution.started
         } else {
             None
         };
-        this.waiting = this.execution.execution.decide(failure, None, started);
+        *this.waiting = this.execution.execution.decide(failure, None, started);
         this.waiting.is_some()
     }
 
@@ -266,7 +267,7 @@ impl<S: Sleeper> Clock<'_, '_, S> {
     fn cut(self: Pin<&mut Self>) -> Result<(), TimedOut> {
         // SAFETY: as in `before`.
         let this = unsafe { self.get_unchecked_mut() };
-        unsafe { Pin::new_unchecked(&mut this.timer) }.set(None);
+        unsafe { Pin::new_unchecked(&mut *this.timer) }.set(None);
         let Some(limit) = this.limit else {
             // Not reached: only a limit cuts. Without one, no wait is set, and the attempt,
             // already dropped, is pending for good rather than made again or a panic.
@@ -276,11 +277,11 @@ impl<S: Sleeper> Clock<'_, '_, S> {
         let cut = TimedOut::new(limit.limit, limit.reported, call.operation());
         let failure = Failure::with_class(FailureClass::MaybeExecuted, &cut);
         let started = this.execution.started;
-        this.waiting = this
+        *this.waiting = this
             .execution
             .execution
             .decide(&failure, Some(limit.limit), started);
-        match this.waiting {
+        match *this.waiting {
             Some(_) => Ok(()),
             None => Err(cut),
         }

@@ -1,0 +1,204 @@
+//! The sleeps the retry loops hold across polls: the wait between a failed attempt and
+//! the next ([`Wait`]), and an attempt's time-limit timer ([`Timer`]).
+//!
+//! Both drop out of line. Every retried call's future holds them, and dropping a
+//! sleeper's future where it stands (tokio's timer entry and its handle, a Worker's
+//! timeout) would put that code into every annotated function, for rustc and LLVM to
+//! compile again (in the release build of `scripts/bench-compile-time.sh`, about a fifth of
+//! what an annotated read added); when nothing is held, as after every call that
+//! succeeded at once, the drop is one comparison.
+
+use core::mem::ManuallyDrop;
+use core::ops::{Deref, DerefMut};
+use core::pin::Pin;
+
+use crate::Sleeper;
+
+/// A wait scheduled after a failure, or none. On the heap, since only a failure pays for
+/// it (`Call::wait`).
+pub(crate) struct Wait<S: Sleeper>(ManuallyDrop<Option<Pin<Box<S::Sleep>>>>);
+
+impl<S: Sleeper> Wait<S> {
+    /// No wait.
+    #[inline(always)]
+    pub(crate) fn none() -> Self {
+        Wait(ManuallyDrop::new(None))
+    }
+}
+
+impl<S: Sleeper> Deref for Wait<S> {
+    type Target = Option<Pin<Box<S::Sleep>>>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl<S: Sleeper> DerefMut for Wait<S> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl<S: Sleeper> Drop for Wait<S> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            drop_wait::<S>(&mut self.0);
+        }
+    }
+}
+
+/// Drops a wait that is still held: compiled once per sleeper. What it leaves in the slot,
+/// `None`, needs no drop.
+#[inline(never)]
+fn drop_wait<S: Sleeper>(wait: &mut Option<Pin<Box<S::Sleep>>>) {
+    drop(wait.take());
+}
+
+/// An attempt's time-limit timer, made at its first pending poll, or none. Structurally
+/// pinned: it is polled, set and dropped in place, never moved.
+pub(crate) struct Timer<S: Sleeper>(ManuallyDrop<Option<S::Sleep>>);
+
+impl<S: Sleeper> Timer<S> {
+    /// No timer.
+    #[inline(always)]
+    pub(crate) fn none() -> Self {
+        Timer(ManuallyDrop::new(None))
+    }
+}
+
+impl<S: Sleeper> Deref for Timer<S> {
+    type Target = Option<S::Sleep>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+/// For the pinned projections of the futures that hold it: through this borrow the timer
+/// is only ever set or polled in place (`Pin::set`, `as_pin_mut`).
+impl<S: Sleeper> DerefMut for Timer<S> {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl<S: Sleeper> Drop for Timer<S> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.0.is_some() {
+            drop_timer::<S>(&mut self.0);
+        }
+    }
+}
+
+/// Drops a timer that is still held, where it lies: compiled once per sleeper.
+#[inline(never)]
+fn drop_timer<S: Sleeper>(timer: &mut Option<S::Sleep>) {
+    // SAFETY: the timer is pinned with the future that holds it, which is being dropped;
+    // `set` drops it in place, without moving it, and leaves `None`, which needs no drop.
+    unsafe { Pin::new_unchecked(timer) }.set(None);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::cell::Cell;
+    use core::future::Future;
+    use core::marker::PhantomPinned;
+    use core::task::{Context, Poll};
+    use core::time::Duration;
+
+    /// Sleeps that never end, each counting its drop and whether it was dropped where it
+    /// was first polled (a pinned future must not move before it drops).
+    struct Sleeps<'a> {
+        dropped: &'a Cell<u32>,
+        moved: &'a Cell<bool>,
+    }
+
+    struct Sleep<'a> {
+        sleeps: &'a Sleeps<'a>,
+        polled_at: Option<usize>,
+        _pinned: PhantomPinned,
+    }
+
+    impl<'a> Sleeper for &'a Sleeps<'a> {
+        type Sleep = Sleep<'a>;
+        fn sleep(&self, _: Duration) -> Sleep<'a> {
+            Sleep {
+                sleeps: self,
+                polled_at: None,
+                _pinned: PhantomPinned,
+            }
+        }
+    }
+
+    impl Future for Sleep<'_> {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            // SAFETY: only a plain field is written; nothing is moved.
+            let this = unsafe { self.get_unchecked_mut() };
+            this.polled_at = Some(core::ptr::from_mut(this) as usize);
+            Poll::Pending
+        }
+    }
+
+    impl Drop for Sleep<'_> {
+        fn drop(&mut self) {
+            self.sleeps.dropped.set(self.sleeps.dropped.get() + 1);
+            if self
+                .polled_at
+                .is_some_and(|at| at != core::ptr::from_mut(self) as usize)
+            {
+                self.sleeps.moved.set(true);
+            }
+        }
+    }
+
+    #[test]
+    fn a_held_wait_drops_once_with_its_holder_and_none_drops_nothing() {
+        let (dropped, moved) = (Cell::new(0), Cell::new(false));
+        let sleeps = Sleeps {
+            dropped: &dropped,
+            moved: &moved,
+        };
+        drop(Wait::<&Sleeps>::none());
+        assert_eq!(dropped.get(), 0);
+
+        let mut wait = Wait::<&Sleeps>::none();
+        *wait = Some(Box::pin((&sleeps).sleep(Duration::ZERO)));
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        assert!(wait.as_mut().unwrap().as_mut().poll(&mut cx).is_pending());
+        assert_eq!(dropped.get(), 0, "held while its holder lives");
+        drop(wait);
+        assert_eq!(dropped.get(), 1, "dropped with its holder, once");
+        assert!(!moved.get());
+    }
+
+    #[test]
+    fn a_held_timer_drops_where_it_lies_once_and_none_drops_nothing() {
+        let (dropped, moved) = (Cell::new(0), Cell::new(false));
+        let sleeps = Sleeps {
+            dropped: &dropped,
+            moved: &moved,
+        };
+        drop(Timer::<&Sleeps>::none());
+        assert_eq!(dropped.get(), 0);
+
+        let mut timer = Box::pin(Timer::<&Sleeps>::none());
+        // SAFETY: the timer is set and polled in place, through the pin, as its holders do.
+        let mut slot = unsafe { Pin::new_unchecked(&mut **timer.as_mut().get_unchecked_mut()) };
+        slot.set(Some((&sleeps).sleep(Duration::ZERO)));
+        let mut cx = Context::from_waker(core::task::Waker::noop());
+        assert!(slot.as_pin_mut().unwrap().poll(&mut cx).is_pending());
+        assert_eq!(dropped.get(), 0, "held while its holder lives");
+        drop(timer);
+        assert_eq!(dropped.get(), 1, "dropped with its holder, once");
+        assert!(!moved.get(), "dropped where it was polled, not moved first");
+    }
+}
