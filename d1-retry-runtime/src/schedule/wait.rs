@@ -196,6 +196,7 @@ mod tests {
         slot.set(Some((&sleeps).sleep(Duration::ZERO)));
         let mut cx = Context::from_waker(core::task::Waker::noop());
         assert!(slot.as_pin_mut().unwrap().poll(&mut cx).is_pending());
+        assert!(timer.is_some(), "what it holds is read through it");
         assert_eq!(dropped.get(), 0, "held while its holder lives");
         drop(timer);
         assert_eq!(dropped.get(), 1, "dropped with its holder, once");
