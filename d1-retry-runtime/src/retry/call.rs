@@ -30,7 +30,7 @@ use crate::retry::operation::OperationName;
 use crate::retry::scope;
 use crate::schedule::jitter;
 use crate::schedule::timeout::{TimeLimit, TimedOut};
-use crate::schedule::wait::Wait;
+use crate::schedule::wait::{Held, Wait};
 use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch};
 
 /// The schedule shared by the executions of one call.
@@ -542,7 +542,7 @@ impl<S: Sleeper> State<S> {
             attempts: 0,
             limit: None,
             running: false,
-            waiting: Wait::none(),
+            waiting: Held::none(),
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::retry::decide::Access;
 use crate::retry::operation::OperationName;
 use crate::retry::scope::{self, Entered, InFlight, Leaving};
 use crate::schedule::timeout::{TimeLimit, TimedOut};
-use crate::schedule::wait::{Timer, Wait};
+use crate::schedule::wait::{Held, Timer, Wait};
 use crate::{FailureClass, RetryPolicy, Sleeper, Stopwatch, is_read_only, is_read_only_prepared};
 
 /// Counts attempts and decides, after each failure, whether and how long to wait.
@@ -48,7 +48,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             attempt: 1,
             seed: None,
             cut: None,
-            waiting: Wait::none(),
+            waiting: Held::none(),
             left: None,
         }
     }
@@ -180,7 +180,7 @@ impl<'a, S: Sleeper> Driver<'a, S> {
             timed_out,
             limit: None,
             started: false,
-            timer: Timer::none(),
+            timer: Held::none(),
         }
     }
 

@@ -47,7 +47,7 @@ use crate::dispatch::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain
 use crate::retry::call::Call;
 use crate::retry::decide::Access;
 use crate::schedule::timeout::TimeLimit;
-use crate::schedule::wait::Wait;
+use crate::schedule::wait::{Held, Wait};
 use crate::{Sleeper, Stopwatch};
 
 /// What carries over between the attempts of one retried execution: the call's schedule,
@@ -74,7 +74,7 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         Attempting {
             execution: self,
             error: PhantomData,
-            waiting: Wait::none(),
+            waiting: Held::none(),
             attempt,
         }
     }

@@ -45,7 +45,7 @@ use crate::retry::call::{Limit, TimedCall, convert};
 use crate::retry::decide::Access;
 use crate::retry::execution::{Execution, Once, PlainExecution};
 use crate::schedule::timeout::TimedOut;
-use crate::schedule::wait::{Timer, Wait};
+use crate::schedule::wait::{Held, Timer, Wait};
 use crate::{FailureClass, Sleeper, Stopwatch};
 
 /// What carries over between the attempts of one retried execution under time limits: the
@@ -73,10 +73,10 @@ impl<'c, S: Sleeper> TimedExecution<'c, S> {
             classify: E::d1_failure,
             clock: Clock {
                 execution: self,
-                waiting: Wait::none(),
+                waiting: Held::none(),
                 started: false,
                 limit: None,
-                timer: Timer::none(),
+                timer: Held::none(),
             },
             attempt: Some(attempt),
         }

@@ -1,5 +1,5 @@
 //! The sleeps the retry loops hold across polls: the wait between a failed attempt and
-//! the next ([`Wait`]), and an attempt's time-limit timer ([`Timer`]).
+//! the next ([`Wait`]), and an attempt's time-limit timer ([`Timer`]), each a [`Held`].
 //!
 //! Both drop out of line. Every retried call's future holds them, and dropping a
 //! sleeper's future where it stands (tokio's timer entry and its handle, a Worker's
@@ -16,62 +16,30 @@ use crate::Sleeper;
 
 /// A wait scheduled after a failure, or none. On the heap, since only a failure pays for
 /// it (`Call::wait`).
-pub(crate) struct Wait<S: Sleeper>(ManuallyDrop<Option<Pin<Box<S::Sleep>>>>);
-
-impl<S: Sleeper> Wait<S> {
-    /// No wait.
-    #[inline(always)]
-    pub(crate) fn none() -> Self {
-        Wait(ManuallyDrop::new(None))
-    }
-}
-
-impl<S: Sleeper> Deref for Wait<S> {
-    type Target = Option<Pin<Box<S::Sleep>>>;
-
-    #[inline(always)]
-    fn deref(&self) -> &Self::Target {
-        &self.0
-    }
-}
-
-impl<S: Sleeper> DerefMut for Wait<S> {
-    #[inline(always)]
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.0
-    }
-}
-
-impl<S: Sleeper> Drop for Wait<S> {
-    #[inline(always)]
-    fn drop(&mut self) {
-        if self.0.is_some() {
-            drop_wait::<S>(&mut self.0);
-        }
-    }
-}
-
-/// Drops a wait that is still held: compiled once per sleeper. What it leaves in the slot,
-/// `None`, needs no drop.
-#[inline(never)]
-fn drop_wait<S: Sleeper>(wait: &mut Option<Pin<Box<S::Sleep>>>) {
-    drop(wait.take());
-}
+pub(crate) type Wait<S> = Held<Pin<Box<<S as Sleeper>::Sleep>>>;
 
 /// An attempt's time-limit timer, made at its first pending poll, or none. Structurally
 /// pinned: it is polled, set and dropped in place, never moved.
-pub(crate) struct Timer<S: Sleeper>(ManuallyDrop<Option<S::Sleep>>);
+pub(crate) type Timer<S> = Held<<S as Sleeper>::Sleep>;
 
-impl<S: Sleeper> Timer<S> {
-    /// No timer.
+/// A value held across polls, or none, dropped in place by a function compiled once per
+/// type of value rather than at every holder.
+///
+/// Its holders either pin it with themselves (a [`Timer`]: set and polled only through
+/// `Pin::set` and `as_pin_mut`) or hold a value that is `Unpin` (a [`Wait`]'s box), so it
+/// is never moved once set while its holder is pinned, and is dropped where it lies.
+pub(crate) struct Held<T>(ManuallyDrop<Option<T>>);
+
+impl<T> Held<T> {
+    /// Nothing held.
     #[inline(always)]
     pub(crate) fn none() -> Self {
-        Timer(ManuallyDrop::new(None))
+        Held(ManuallyDrop::new(None))
     }
 }
 
-impl<S: Sleeper> Deref for Timer<S> {
-    type Target = Option<S::Sleep>;
+impl<T> Deref for Held<T> {
+    type Target = Option<T>;
 
     #[inline(always)]
     fn deref(&self) -> &Self::Target {
@@ -79,30 +47,31 @@ impl<S: Sleeper> Deref for Timer<S> {
     }
 }
 
-/// For the pinned projections of the futures that hold it: through this borrow the timer
-/// is only ever set or polled in place (`Pin::set`, `as_pin_mut`).
-impl<S: Sleeper> DerefMut for Timer<S> {
+/// For the holders: a [`Wait`] is set and taken through this borrow; a pinned [`Timer`]
+/// only ever set or polled in place through it (`Pin::set`, `as_pin_mut`).
+impl<T> DerefMut for Held<T> {
     #[inline(always)]
     fn deref_mut(&mut self) -> &mut Self::Target {
         &mut self.0
     }
 }
 
-impl<S: Sleeper> Drop for Timer<S> {
+impl<T> Drop for Held<T> {
     #[inline(always)]
     fn drop(&mut self) {
         if self.0.is_some() {
-            drop_timer::<S>(&mut self.0);
+            drop_held(&mut self.0);
         }
     }
 }
 
-/// Drops a timer that is still held, where it lies: compiled once per sleeper.
+/// Drops a value that is still held, where it lies: compiled once per type of value.
 #[inline(never)]
-fn drop_timer<S: Sleeper>(timer: &mut Option<S::Sleep>) {
-    // SAFETY: the timer is pinned with the future that holds it, which is being dropped;
-    // `set` drops it in place, without moving it, and leaves `None`, which needs no drop.
-    unsafe { Pin::new_unchecked(timer) }.set(None);
+fn drop_held<T>(held: &mut Option<T>) {
+    // SAFETY: the value is not moved: a pinned one is dropped where it was pinned, as its
+    // holder is being dropped; `set` drops it in place and leaves `None`, which needs no
+    // drop.
+    unsafe { Pin::new_unchecked(held) }.set(None);
 }
 
 #[cfg(test)]
