@@ -18,7 +18,9 @@
 #        the passes that differ, in ms per annotated method)
 #        COUNT=instructions scripts/bench-compile-time.sh   (then also the instructions rustc
 #        executes for each crate, under valgrind: a figure this machine's noise does not
-#        move, for comparing two trees; about 2 minutes more in the dev profile)
+#        move, for comparing two trees; about 2 minutes more in the dev profile;
+#        PARTS=1 as well splits the added instructions by the part of the compiler that
+#        executed them, from cg_annotate's count per function)
 # Prints each run, the medians, and the added milliseconds per annotated method, in wall
 # time (what the issue asks) and in CPU time (user + system), which a busy machine blurs less.
 set -euo pipefail
@@ -297,4 +299,38 @@ if [ "${COUNT:-}" = instructions ]; then
     annotated_count="$(instructions annotated)"
     awk -v p="$plain_count" -v a="$annotated_count" -v fns="$fns" \
         'BEGIN { printf "rustc instructions: plain %dM, #[d1_retry] %dM, added %dM: %.2fM per annotated method\n", p, a, a - p, (a - p) / fns }'
+    if [ "${PARTS:-0}" = 1 ]; then
+        # Where the added instructions go, by the part of the compiler whose functions
+        # executed them (cg_annotate's count per function, each function put in the first
+        # part whose crate or library its name holds). The allocator and memcpy are their
+        # own part: every other part calls them.
+        parts() { # parts NAME -> "part count" lines
+            cg_annotate --threshold=0 --auto=no "$work/$1.cg" | awk '
+                function part(name) {
+                    if (name ~ /d1_retry_macros|syn::|proc_macro2::|quote::|proc_macro::|rustc_expand/) return "macro expansion (the attribute, syn, the bridge)"
+                    if (name ~ /rustc_parse|rustc_ast|rustc_resolve/) return "parsing and name resolution"
+                    if (name ~ /rustc_hir_typeck|rustc_trait_selection|rustc_infer|rustc_hir_analysis|rustc_type_ir/) return "type checking and trait solving"
+                    if (name ~ /rustc_borrowck/) return "borrow checking"
+                    if (name ~ /rustc_mir_build|rustc_mir_transform|rustc_mir_dataflow|rustc_const_eval/) return "MIR building, dataflow and passes"
+                    if (name ~ /rustc_monomorphize|rustc_codegen/) return "monomorphization and codegen (rustc side)"
+                    if (name ~ /llvm|\(anonymous namespace\)/) return "LLVM"
+                    if (name ~ /rustc_metadata/) return "metadata"
+                    if (name ~ /rustc_middle/) return "queries and type interning (rustc_middle)"
+                    if (name ~ /malloc|free|realloc|calloc|memcpy|memmove|memset|tcache|_int_/) return "allocator, memcpy, memset"
+                    return "other"
+                }
+                $2 ~ /^\(/ && $0 !~ /PROGRAM TOTALS/ {
+                    count = $1; gsub(",", "", count)
+                    name = $0; sub(/^[^)]*\)[ ]+/, "", name)
+                    sum[part(name)] += count
+                }
+                END { for (p in sum) printf "%s\t%.0f\n", p, sum[p] }'
+        }
+        parts plain >"$work/parts.plain"
+        parts annotated >"$work/parts.annotated"
+        echo "where the added instructions go (cg_annotate, by compiler part; millions per annotated method):"
+        awk -F '\t' -v fns="$fns" 'NR == FNR { plain[$1] = $2; next } { annotated[$1] = $2 }
+            END { for (part in annotated) printf "  %7.2f  %s\n", (annotated[part] - plain[part]) / 1000000 / fns, part }' \
+            "$work/parts.plain" "$work/parts.annotated" | sort -rn
+    fi
 fi
