@@ -45,6 +45,10 @@ timed) shape=5 ;;
     exit 2
     ;;
 esac
+if [ "${PARTS:-0}" = 1 ] && [ "${COUNT:-}" != instructions ]; then
+    echo "PARTS=1 splits the instruction count: use it with COUNT=instructions" >&2
+    exit 2
+fi
 # The shape of method i.
 shape_of() { if [ -n "$shape" ]; then echo "$shape"; else echo $(($1 % 5)); fi; }
 work="$(mktemp -d "${TMPDIR:-/tmp}/d1-retry-compile-time.XXXXXX")"
@@ -304,7 +308,7 @@ if [ "${COUNT:-}" = instructions ]; then
         # executed them (cg_annotate's count per function, each function put in the first
         # part whose crate or library its name holds). The allocator and memcpy are their
         # own part: every other part calls them.
-        parts() { # parts NAME -> "part count" lines
+        parts() { # parts NAME -> lines of a part and its count, tab-separated
             cg_annotate --threshold=0 --auto=no "$work/$1.cg" | awk '
                 function part(name) {
                     if (name ~ /d1_retry_macros|syn::|proc_macro2::|quote::|proc_macro::|rustc_expand/) return "macro expansion (the attribute, syn, the bridge)"
@@ -324,6 +328,7 @@ if [ "${COUNT:-}" = instructions ]; then
                     name = $0; sub(/^[^)]*\)[ ]+/, "", name)
                     sum[part(name)] += count
                 }
+                # %.0f, not %d: LLVM alone is over 2^31 instructions, where mawk wraps %d.
                 END { for (p in sum) printf "%s\t%.0f\n", p, sum[p] }'
         }
         parts plain >"$work/parts.plain"
