@@ -14,7 +14,8 @@
 //!   ratio: it shows each retry layer's fixed cost in nanoseconds. Variants: `plain`,
 //!   `d1_retry`, `d1_retry_named`, `backon`, `tokio_retry2`, `retry_builder`, and
 //!   `d1_retry_timed` (time limits: the call raced against tokio's timer, the deadline's
-//!   stopwatch started). The whole group runs inside one entered tokio runtime (time
+//!   stopwatch started), and `d1_retry_policy` (`policy = POLICY`, a constant without time
+//!   limits, which the compiler gives the loop without them). The whole group runs inside one entered tokio runtime (time
 //!   enabled), which the timed variant needs and the peers' sleepers would use: every
 //!   variant runs with it entered, none is driven by it;
 //! - `happy_path_sqlite`: a real point read of an in-memory SQLite table through rusqlite
@@ -186,6 +187,7 @@ fn instant(c: &mut Criterion) {
     assert_eq!(block_on(repo.find_tokio_retry2(7)).ok(), expected);
     assert_eq!(block_on(repo.find_with_builder(7)).ok(), expected);
     assert_eq!(block_on(repo.find_timed(7)).ok(), expected);
+    assert_eq!(block_on(repo.find_with_policy(7)).ok(), expected);
 
     let mut group = c.benchmark_group("happy_path");
     group.bench_function("plain", |b| {
@@ -208,6 +210,9 @@ fn instant(c: &mut Criterion) {
     });
     group.bench_function("d1_retry_timed", |b| {
         b.iter(|| block_on(repo.find_timed(black_box(7))));
+    });
+    group.bench_function("d1_retry_policy", |b| {
+        b.iter(|| block_on(repo.find_with_policy(black_box(7))));
     });
     group.finish();
 }

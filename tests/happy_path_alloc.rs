@@ -162,6 +162,28 @@ fn future_sizes_are_reported() {
     }
 }
 
+/// A function with `policy = PATH` compiles the loop its constant's value calls for: the
+/// attribute cannot read the constant, and the compiler picks the loop from it
+/// (`Limits::<{ limited(&PATH) }>`). Without time limits, the same future as a bare
+/// `#[d1_retry]` (no clock, no timer); with them, the same as with time-limit options.
+#[test]
+fn a_policy_constant_compiles_the_loop_its_limits_call_for() {
+    let repo = repo();
+    let sizes = future_sizes(&repo);
+    let size_of = |what: &str| {
+        sizes
+            .iter()
+            .find(|size| size.what == what)
+            .unwrap_or_else(|| panic!("no future size for {what}"))
+            .bytes
+    };
+    let bare = size_of("#[d1_retry] read");
+    let timed = size_of("#[d1_retry(attempt_timeout_ms, deadline_ms)] read");
+    assert!(timed > bare, "timed {timed} B, bare {bare} B");
+    assert_eq!(size_of("#[d1_retry(policy = POLICY)] read"), bare);
+    assert_eq!(size_of("#[d1_retry(policy = TIMED_POLICY)] read"), timed);
+}
+
 /// The annotated read's and write's futures fit in 128 bytes, on a 64-bit target: a future
 /// is moved at least once (into its caller's state, into `block_on`, into `join_all`), and
 /// a move of more than 128 bytes is a call to `memmove` on x86-64, where a smaller one is a
@@ -175,6 +197,7 @@ fn an_annotated_call_moves_without_memmove() {
     for what in [
         "#[d1_retry] read",
         "#[d1_retry(name)] read",
+        "#[d1_retry(policy = POLICY)] read",
         "#[d1_retry] write",
     ] {
         let size = sizes

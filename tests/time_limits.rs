@@ -307,6 +307,54 @@ async fn time_limit_options_alone_set_limits_on_the_default_policy() {
     assert_eq!(db.starts().len(), 1);
 }
 
+/// Limits carried by a policy constant alone, without time-limit options: the attribute
+/// cannot read the constant, and the compiler picks the time-limited loop from its value
+/// (`Limits<true>`). A call and a whole body are each cut at the constant's attempt timeout;
+/// a stored execution under such a constant is cut in `user_shapes/time_limits.rs`.
+#[tokio::test(start_paused = true)]
+async fn a_policy_constant_with_limits_cuts_a_call_and_a_whole_body() {
+    const LIMITED: RetryPolicy = NO_BUDGET.with_attempt_timeout(Duration::from_millis(2000));
+    #[d1_retry(policy = LIMITED)]
+    async fn call(db: &Db) -> Result<u32, DbError> {
+        db.prepare("SELECT 1").run().await
+    }
+    #[d1_retry(read_only, policy = LIMITED)]
+    async fn whole_body(db: &Db) -> Result<u32, DbError> {
+        db.prepare("SELECT 1").run().await
+    }
+    #[d1_retry(idempotent, policy = LIMITED)]
+    async fn idempotent_body(db: &Db) -> Result<u32, DbError> {
+        db.prepare("INSERT INTO users (id) VALUES (1) ON CONFLICT DO NOTHING")
+            .run()
+            .await
+    }
+    type Attempted<'a> = std::pin::Pin<Box<dyn Future<Output = Result<u32, DbError>> + 'a>>;
+    type Shape = fn(&Db) -> Attempted<'_>;
+    let shapes: [(&str, Shape); 3] = [
+        ("call", |db| Box::pin(call(db))),
+        ("read_only", |db| Box::pin(whole_body(db))),
+        ("idempotent", |db| Box::pin(idempotent_body(db))),
+    ];
+    for (shape, function) in shapes {
+        let db = Db::new([Step::Hang]);
+        let start = Instant::now();
+        // Without the limit the hang is forever: an hour on the paused clock fails the test.
+        let result = tokio::time::timeout(Duration::from_secs(3600), function(&db))
+            .await
+            .unwrap_or_else(|_| panic!("{shape}: not cut"));
+        assert_eq!(result.ok(), Some(1), "{shape}");
+        let starts = db.starts();
+        assert_eq!(starts.len(), 2, "{shape}");
+        // Cut at exactly 2 s, then the first retry's wait (160-240 ms).
+        assert!(
+            (ms(2160)..=ms(2240)).contains(&starts[1]),
+            "{shape}: {:?}",
+            starts[1]
+        );
+        assert_eq!(start.elapsed(), starts[1], "{shape}");
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_time_limits_a_stall_is_waited_out() {
     #[d1_retry(policy = NO_BUDGET)]

@@ -46,16 +46,19 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     // Time limits need a clock and a timer: only a function whose policy may have them
     // (time-limit options, or a `policy = PATH` the macro cannot read) pays for them.
     let timed = options.has_time_limits() || options.policy().is_some();
-    let schedule = if timed {
-        quote!(TimedCall)
-    } else {
-        quote!(Call)
+    // A `policy = PATH` without time-limit options: the loop is chosen from the constant's
+    // value, by the compiler (the runtime's `retry/limits.rs`).
+    let limits = limits(&options, &private, &function.sig);
+    // The name is a constant (see `OperationName`), borrowed as a `'static`.
+    let call_init = match &limits {
+        Some(limits) => quote!(&#limits.call(#policy, &#operation)),
+        None if timed => quote!(&#private::TimedCall::new(#policy, &#operation)),
+        None => quote!(&#private::Call::new(#policy, &#operation)),
     };
     let names = Names {
         private: private.clone(),
         call: call.clone(),
-        // The name is a constant (see `OperationName`), borrowed as a `'static`.
-        call_init: quote!(&#private::#schedule::new(#policy, &#operation)),
+        call_init,
         attempt: local("__d1_retry_attempt"),
         operation: operation.clone(),
         timed,
@@ -111,6 +114,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                 // receive a `TimedOut` (a time-limit option on it is a compile error).
                 timed: options.has_time_limits()
                     || (options.policy().is_some() && names_a_type(&error_type)),
+                limits: limits.as_ref(),
                 error_type: &error_type,
                 operation: &operation,
                 read_only,
@@ -169,6 +173,8 @@ struct WholeBody<'a> {
     /// The attribute gives time limits or a policy, which may have some: each attempt is
     /// raced against them when the error type can receive a `TimedOut`.
     timed: bool,
+    /// The loop chosen from a `policy = PATH` constant's value (see [`limits`]).
+    limits: Option<&'a TokenStream>,
     /// The function's error type.
     error_type: &'a TokenStream,
     operation: &'a TokenStream,
@@ -319,27 +325,52 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
             (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout()
         }
     };
+    let turn = match parts.limits {
+        Some(limits) => {
+            quote!(#limits.turn(&mut #driver, #attempt_body, #plan, #classify, #timed_out))
+        }
+        None => quote!(#driver.turn_timed(#attempt_body, #plan, #classify, #timed_out)),
+    };
     quote! {
-        if let ::core::option::Option::Some(#result) =
-            #driver.turn_timed(#attempt_body, #plan, #classify, #timed_out).await
-        {
+        if let ::core::option::Option::Some(#result) = #turn.await {
             return #result;
         }
     }
 }
 
+/// For a `policy = PATH` without time-limit options, `Limits::<{ limited(PATH) }>` (read
+/// through [`policy_check`]'s constant): the
+/// type whose methods make the call and the whole-body turn with time limits or without, as
+/// the constant has them or not, which only the compiler can read. `None` for a path that
+/// names the function's generics or `Self`, which a const argument may not use: those keep
+/// the time-limited loop.
+fn limits(options: &Options, private: &TokenStream, sig: &syn::Signature) -> Option<TokenStream> {
+    let path = options.policy()?;
+    if options.has_time_limits() || !nameable_outside(path, sig) {
+        return None;
+    }
+    let private = respan(private, path.span());
+    let checked = policy_constant();
+    Some(quote_spanned! {path.span()=>
+        #private::Limits::<{ #private::limited(&#checked) }>
+    })
+}
+
 /// The `RetryPolicy` expression the function runs with.
 fn policy(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
     let timed_options = options.has_time_limits();
-    if let Some(path) = options.policy()
+    let checked = options
+        .policy()
+        .filter(|path| nameable_outside(path, sig))
+        .map(|path| (path, policy_constant()));
+    if let Some((path, checked)) = &checked
         && !timed_options
-        && nameable_outside(path, sig)
     {
-        // Validated once, by `policy_check`'s `const _`, then borrowed as it is (a
-        // reference to a constant is promoted to a `'static`; a `static` is one): a
-        // second const block would be one more body per method for rustc to check and
-        // evaluate (BENCHMARKS.md section 4, seventh round).
-        return quote_spanned!(path.span()=> &#path);
+        // `policy_check`'s constant, validated once there, then borrowed as it is (a
+        // reference to a constant is promoted to a `'static`): a second const block would
+        // be one more body per method for rustc to check and evaluate (BENCHMARKS.md
+        // section 4, seventh round).
+        return quote_spanned!(path.span()=> &#checked);
     }
     let defaults = options.max_attempts().is_none()
         && options.base_delay_ms().is_none()
@@ -348,7 +379,11 @@ fn policy(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> Token
         // The default policy, borrowed as it is: no const block to check and evaluate.
         return quote!(&#krate::__private::RetryPolicy::DEFAULT);
     }
-    let mut policy = if let Some(path) = options.policy() {
+    let mut policy = if let Some((path, checked)) = &checked {
+        // Read from `policy_check`'s constant, so that the path is read in one place and a
+        // misuse of it is one error.
+        quote_spanned!(path.span()=> #checked)
+    } else if let Some(path) = options.policy() {
         // A const block, so an invalid policy constant is a compile error at `path`.
         let krate = respan(krate, path.span());
         quote_spanned! {path.span()=>
@@ -408,8 +443,12 @@ fn error_type(private: &TokenStream, function: &Checked) -> TokenStream {
     }
 }
 
-/// A `const _` item validating `policy = PATH` under `cargo check` too, when the path can
-/// be named outside the body.
+/// For `policy = PATH`, when the path can be named outside the body: a constant holding it
+/// ([`policy_constant`]), the one place the expansion reads the path, so that a path that is
+/// not a `RetryPolicy` is one error, at the path; and a `const _` validating it under
+/// `cargo check` too. The rest of the expansion reads the constant. The check reads it as
+/// well, rather than the constant being the check: a policy that fails the check would make
+/// every other use of the constant a note under the error.
 fn policy_check(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
     let Some(path) = options.policy() else {
         return TokenStream::new();
@@ -418,10 +457,18 @@ fn policy_check(options: &Options, krate: &TokenStream, sig: &syn::Signature) ->
         return TokenStream::new();
     }
     let krate = respan(krate, path.span());
+    let checked = policy_constant();
     // `checked_policy` is `#[track_caller]`, so its error points at `path`.
     quote_spanned! {path.span()=>
-        const _: #krate::__private::RetryPolicy = #krate::__private::checked_policy(#path);
+        const #checked: #krate::__private::RetryPolicy = #path;
+        const _: #krate::__private::RetryPolicy = #krate::__private::checked_policy(#checked);
     }
+}
+
+/// The name of [`policy_check`]'s constant. An item, so it resolves as the user's items do:
+/// a name no one writes.
+fn policy_constant() -> Ident {
+    Ident::new("__D1_RETRY_POLICY", Span::mixed_site())
 }
 
 /// "4 retries", as the doc paragraph says it.

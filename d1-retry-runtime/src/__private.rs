@@ -24,6 +24,7 @@ pub use crate::retry::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::retry::decide::Access;
 pub use crate::retry::driver::{Attempt, Driver, Plan, TimedTurn, Turn};
 pub use crate::retry::execution::{Attempting, Execution, Once, PlainExecution};
+pub use crate::retry::limits::{Begin, Limits, limited};
 pub use crate::retry::operation::OperationName;
 pub use crate::retry::scope::{
     left_as_written, made_statement, nested, record_held, record_sql, record_sql_prepared,

@@ -10,7 +10,8 @@
 //! inlined into the bench's loop as the plain one is.
 //!
 //! Every variant reads one row through the same stand-in D1 statement, which completes on its
-//! first poll: the plain call, `#[d1_retry]` (also named, and with time limits), the `Retry`
+//! first poll: the plain call, `#[d1_retry]` (also named, with time limits, and with a policy
+//! constant with and without them), the `Retry`
 //! builder, and the peers a user would pick instead, backon and tokio-retry2, configured to
 //! d1-retry's default schedule as far as each allows and retrying only what d1-retry retries.
 
@@ -195,6 +196,29 @@ impl UserRepo<Instant> {
             .await
     }
 
+    /// With a policy constant, as most Workers name theirs: the attribute cannot read it,
+    /// and the compiler picks the loop from its value. This one has no time limits, so the
+    /// loop is `#[d1_retry]`'s own, with no clock and no timer.
+    #[d1_retry(policy = POLICY)]
+    pub async fn find_with_policy(&self, id: i64) -> Result<Row, DbError> {
+        self.db
+            .prepare("SELECT id, name FROM users WHERE id = ?1")
+            .bind(id)
+            .first()
+            .await
+    }
+
+    /// With a policy constant that has the recommended time limits: the time-limited loop,
+    /// as with the options. Polling it needs a tokio runtime with time enabled, entered.
+    #[d1_retry(policy = TIMED_POLICY)]
+    pub async fn find_with_timed_policy(&self, id: i64) -> Result<Row, DbError> {
+        self.db
+            .prepare("SELECT id, name FROM users WHERE id = ?1")
+            .bind(id)
+            .first()
+            .await
+    }
+
     /// d1-retry's builder instead of the attribute.
     pub async fn find_with_builder(&self, id: i64) -> Result<Row, DbError> {
         Retry::new("UserRepo::find_with_builder")
@@ -288,6 +312,15 @@ impl UserRepo<Unmarked> {
     }
 }
 
+/// A policy constant without time limits, for [`UserRepo::find_with_policy`].
+pub const POLICY: d1_retry::RetryPolicy = d1_retry::RetryPolicy::DEFAULT;
+
+/// The recommended time limits in a policy constant, for
+/// [`UserRepo::find_with_timed_policy`]: `find_timed`'s, given as options there.
+pub const TIMED_POLICY: d1_retry::RetryPolicy = d1_retry::RetryPolicy::DEFAULT
+    .with_attempt_timeout(Duration::from_millis(2000))
+    .with_deadline(Duration::from_millis(10_000));
+
 /// The size of one future, and the bench that times it (`group/function`), if one does.
 pub struct FutureSize {
     pub what: &'static str,
@@ -296,7 +329,7 @@ pub struct FutureSize {
 }
 
 /// `size_of_val` of every future above, for the same call (`id` 7, [`DYNAMIC_SQL`]).
-pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 12] {
+pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 14] {
     let size = |what, bench, bytes| FutureSize { what, bench, bytes };
     [
         size(
@@ -333,6 +366,16 @@ pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 12] {
             "#[d1_retry(attempt_timeout_ms, deadline_ms)] read",
             Some("happy_path/d1_retry_timed"),
             size_of_val(&repo.find_timed(7)),
+        ),
+        size(
+            "#[d1_retry(policy = POLICY)] read",
+            Some("happy_path/d1_retry_policy"),
+            size_of_val(&repo.find_with_policy(7)),
+        ),
+        size(
+            "#[d1_retry(policy = TIMED_POLICY)] read",
+            None,
+            size_of_val(&repo.find_with_timed_policy(7)),
         ),
         size("plain write", None, size_of_val(&repo.rename_plain(7))),
         size("#[d1_retry] write", None, size_of_val(&repo.rename(7))),

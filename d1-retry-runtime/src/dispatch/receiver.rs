@@ -399,6 +399,15 @@ impl Retrying {
     }
 }
 
+impl<'c, K, A, F> Pending<'c, K, A, F> {
+    /// The call, the access, the arguments and the attempt, for the untimed
+    /// `classify_timed` (`retry::limits`).
+    #[inline(always)]
+    pub(crate) fn into_parts(self) -> (&'c K, Access, A, F) {
+        (self.call, self.access, self.args, self.attempt)
+    }
+}
+
 impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
     /// The future of the execution, within the policy's time limits when
     /// `timeouts` finds a conversion of a [`TimedOut`] into the call's error type (the

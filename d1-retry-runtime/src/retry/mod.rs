@@ -3,7 +3,8 @@
 //! - [`decide`]: the retry table, the one place that decides whether a failure is retried.
 //! - [`call`]: one call of an annotated function, whose D1 executions share a schedule;
 //!   [`execution`] and [`timed_execution`]: the loop of one execution, without and with
-//!   time limits.
+//!   time limits; [`limits`]: which of the two a function with `policy = PATH` compiles,
+//!   from the constant's value.
 //! - [`driver`]: the loop of a whole attempt, shared by [`standalone`]'s
 //!   [`Retry`](crate::Retry) and the `read_only` and `idempotent` bodies.
 //! - [`scope`]: whether code runs inside an attempt that is retried as a whole, so that
@@ -17,6 +18,7 @@ pub(crate) mod call;
 pub(crate) mod decide;
 pub(crate) mod driver;
 pub(crate) mod execution;
+pub(crate) mod limits;
 pub(crate) mod operation;
 pub(crate) mod scope;
 pub(crate) mod standalone;

@@ -44,6 +44,7 @@ use crate::dispatch::receiver::{D1Call, D1Receiver, ExecutionError, Never, Plain
 use crate::retry::call::{Limit, TimedCall, convert};
 use crate::retry::decide::Access;
 use crate::retry::execution::{Execution, Once, PlainExecution};
+use crate::retry::limits::Begin;
 use crate::schedule::timeout::TimedOut;
 use crate::schedule::wait::{Held, Timer, Wait};
 use crate::{FailureClass, Sleeper, Stopwatch};
@@ -303,16 +304,22 @@ impl Retrying {
     }
 
     /// [`begin_timed`](Self::begin_timed), for `own` on `receiver` ([`Retrying::access`]):
-    /// what the expansion calls, one call per site.
+    /// what the expansion calls, one call per site. Also on a call without limits, for a
+    /// function whose `policy = PATH` has none (see [`Limits`](crate::retry::limits)).
     #[inline(always)]
-    pub fn begin_timed_on<'c, S: Sleeper, R: D1Receiver + ?Sized, C: D1Call>(
+    pub fn begin_timed_on<'c, K, R, C>(
         self,
-        timed: &'c TimedCall<'c, S>,
+        call: &'c K,
         access: Access,
         receiver: &R,
         own: C,
-    ) -> TimedExecution<'c, S> {
-        self.begin_timed(timed, self.access(access, receiver, own))
+    ) -> K::Execution
+    where
+        K: Begin<'c>,
+        R: D1Receiver + ?Sized,
+        C: D1Call,
+    {
+        call.begin(self, self.access(access, receiver, own))
     }
 }
 
@@ -323,11 +330,11 @@ impl Plain {
         PlainExecution
     }
 
-    /// [`begin_timed`](Self::begin_timed), whatever the call.
+    /// [`begin_timed`](Self::begin_timed), whatever the call, with time limits or without.
     #[inline(always)]
-    pub fn begin_timed_on<S, R: ?Sized, C>(
+    pub fn begin_timed_on<K: ?Sized, R: ?Sized, C>(
         self,
-        _timed: &TimedCall<'_, S>,
+        _call: &K,
         _access: Access,
         _receiver: &R,
         _own: C,

@@ -1,6 +1,9 @@
 //! `policy = PATH` in each shape the expansion treats apart: a constant or a `static`
-//! nameable outside the body (validated by a `const _` item, then borrowed as it is), and
-//! `Self::POLICY`, which only the body can name (validated in a const block there).
+//! nameable outside the body (held in a constant of the expansion and validated by a
+//! `const _` item, then borrowed as it is; the loop, with time limits or without, chosen
+//! from its value by a const argument, also in a generic function and a whole body), and
+//! `Self::POLICY`, which only the body can name (validated in a const block there; the
+//! time-limited loop).
 #![deny(warnings)]
 use d1_retry::{RetryPolicy, d1_retry};
 
@@ -10,6 +13,28 @@ use db::{Db, DbError};
 
 const CONSTANT: RetryPolicy = RetryPolicy::DEFAULT.with_max_attempts(3);
 static STATIC: RetryPolicy = RetryPolicy::DEFAULT;
+const LIMITED: RetryPolicy =
+    RetryPolicy::DEFAULT.with_attempt_timeout(core::time::Duration::from_secs(2));
+
+#[d1_retry(policy = LIMITED)]
+async fn limited(db: &Db) -> Result<Option<i64>, DbError> {
+    db.prepare("SELECT 1").first().await
+}
+
+#[d1_retry(policy = CONSTANT)]
+async fn generic<T: Into<i64>>(db: &Db, _id: T) -> Result<Option<i64>, DbError> {
+    db.prepare("SELECT 1").first().await
+}
+
+#[d1_retry(read_only, policy = LIMITED)]
+async fn whole_body(db: &Db) -> Result<Option<i64>, DbError> {
+    db.prepare("SELECT 1").first().await
+}
+
+#[d1_retry(idempotent, policy = CONSTANT)]
+async fn idempotent_body(db: &Db) -> Result<Option<i64>, DbError> {
+    db.prepare("SELECT 1").first().await
+}
 
 #[d1_retry(policy = CONSTANT)]
 async fn constant(db: &Db) -> Result<Option<i64>, DbError> {
@@ -35,5 +60,6 @@ impl Repo {
 }
 
 fn main() {
-    let _ = (constant, from_static, Repo::associated);
+    let _ = (constant, from_static, Repo::associated, limited, whole_body);
+    let _ = (generic::<i32>, idempotent_body);
 }
