@@ -44,10 +44,12 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let operation = operation_name(&function, &options, &private);
     let policy = policy(&options, &krate, &function.sig);
     // Time limits need a clock and a timer: only a function whose policy may have them
-    // (time-limit options, or a `policy = PATH` the macro cannot read) pays for them.
+    // (time-limit options, or a `policy = PATH` the macro cannot read) is written with the
+    // time-limited loop's steps.
     let timed = options.has_time_limits() || options.policy().is_some();
-    // A `policy = PATH` without time-limit options: the loop is chosen from the constant's
-    // value, by the compiler (the runtime's `retry/limits.rs`).
+    // A `policy = PATH` without time-limit options: which loop those steps take is chosen
+    // from the constant's value, by the compiler (the runtime's `retry/limits.rs`), so that
+    // a policy without limits pays for no clock or timer.
     let limits = limits(&options, &private, &function.sig);
     // The name is a constant (see `OperationName`), borrowed as a `'static`.
     let call_init = match &limits {

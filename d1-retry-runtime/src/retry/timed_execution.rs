@@ -1,5 +1,6 @@
-//! An execution awaited where it is made, in a function whose policy may have time limits
-//! (time-limit options, or a `policy = PATH` the attribute cannot read): the loop of
+//! An execution awaited where it is made, in a function whose policy has time limits
+//! (time-limit options, a `policy = PATH` whose constant has some, or `Self::POLICY`, whose
+//! value the compiler cannot choose by: see [`limits`](crate::retry::limits)): the loop of
 //! [`execution`](crate::retry::execution), each attempt raced against the attempt timeout or what
 //! is left of the deadline.
 //!
