@@ -231,7 +231,12 @@ impl Options {
             )));
         }
         let value = meta.value()?;
-        let expr: Expr = value.parse()?;
+        let mut expr: Expr = value.parse()?;
+        // A path a `macro_rules!` of the user's passed on as `$policy:path` (or `:expr`)
+        // arrives wrapped in an invisible group.
+        while let Expr::Group(group) = expr {
+            expr = *group.expr;
+        }
         let Expr::Path(path) = expr else {
             return Err(syn::Error::new(
                 expr.span(),
@@ -472,5 +477,18 @@ mod tests {
         assert!(looks_like("max_attempt", "max_attempts"));
         assert!(!looks_like("retries", "read_only"));
         assert!(!looks_like("timeout", "name"));
+    }
+
+    /// `policy = $p` in a `macro_rules!`: the path arrives in an invisible group.
+    #[test]
+    fn a_policy_path_in_an_invisible_group_is_read() {
+        use proc_macro2::{Delimiter, Group, TokenTree};
+        use quote::quote;
+        let path = Group::new(Delimiter::None, quote!(crate::config::POLICY));
+        let mut args = quote!(policy =);
+        args.extend([TokenTree::Group(path)]);
+        let options = Options::parse(args).expect("a path in a group is a path");
+        let read = options.policy().expect("the policy is read");
+        assert_eq!(quote!(#read).to_string(), "crate :: config :: POLICY");
     }
 }

@@ -59,7 +59,26 @@ impl Repo {
     }
 }
 
+/// A `macro_rules!` of the user's that passes the policy on as a path fragment, or as an
+/// expression: either arrives in an invisible group, which the attribute looks through.
+macro_rules! finders {
+    ($path_name:ident: $path:path, $expr_name:ident: $expr:expr) => {
+        #[d1_retry(policy = $path)]
+        async fn $path_name(db: &Db) -> Result<Option<i64>, DbError> {
+            db.prepare("SELECT 1").first().await
+        }
+
+        #[d1_retry(read_only, policy = $expr)]
+        async fn $expr_name(db: &Db) -> Result<Option<i64>, DbError> {
+            db.prepare("SELECT 1").first().await
+        }
+    };
+}
+
+finders!(by_path_fragment: crate::LIMITED, by_expr_fragment: CONSTANT);
+
 fn main() {
+    let _ = (by_path_fragment, by_expr_fragment);
     let _ = (constant, from_static, Repo::associated, limited, whole_body);
     let _ = (generic::<i32>, idempotent_body);
 }
