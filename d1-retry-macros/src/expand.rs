@@ -297,10 +297,17 @@ fn untimed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) 
     let attempt_body = parts.attempt_body;
     let driver = local("__d1_retry_driver");
     let result = local("__d1_retry_result");
+    // A `policy = PATH` whose function's error type cannot be named still goes through
+    // `limits`, whose const argument is the policy's check, with no way to hand a
+    // `TimedOut` on: no limit applies.
+    let turn = match parts.limits {
+        Some(limits) => quote! {
+            #limits.turn(&mut #driver, #attempt_body, #plan, #classify, ::core::option::Option::None)
+        },
+        None => quote!(#driver.turn(#attempt_body, #plan, #classify)),
+    };
     quote! {
-        if let ::core::option::Option::Some(#result) =
-            #driver.turn(#attempt_body, #plan, #classify).await
-        {
+        if let ::core::option::Option::Some(#result) = #turn.await {
             return #result;
         }
     }
@@ -460,10 +467,17 @@ fn policy_check(options: &Options, krate: &TokenStream, sig: &syn::Signature) ->
     }
     let krate = respan(krate, path.span());
     let checked = policy_constant();
-    // `checked_policy` is `#[track_caller]`, so its error points at `path`.
+    // Without time-limit options, the const argument of `limits` validates the policy as
+    // it reads it: one constant evaluation fewer per function.
+    let check = options.has_time_limits().then(|| {
+        // `checked_policy` is `#[track_caller]`, so its error points at `path`.
+        quote_spanned! {path.span()=>
+            const _: #krate::__private::RetryPolicy = #krate::__private::checked_policy(#checked);
+        }
+    });
     quote_spanned! {path.span()=>
         const #checked: #krate::__private::RetryPolicy = #path;
-        const _: #krate::__private::RetryPolicy = #krate::__private::checked_policy(#checked);
+        #check
     }
 }
 

@@ -37,9 +37,16 @@ use crate::{RetryPolicy, Sleeper};
 #[derive(Clone, Copy, Debug)]
 pub struct Limits<const LIMITED: bool>;
 
-/// Whether `policy` has time limits: the const argument of [`Limits`].
+/// Whether `policy` has time limits: the const argument of [`Limits`]. Validates the policy
+/// too, as [`checked_policy`](crate::__private::checked_policy) does, so that this one
+/// evaluation is the attribute's check: an invalid policy is a compile error with the
+/// policy's message, at the user's path (`#[track_caller]`).
+#[track_caller]
 pub const fn limited(policy: &RetryPolicy) -> bool {
-    policy.has_time_limits()
+    match policy.validate() {
+        Ok(()) => policy.has_time_limits(),
+        Err(error) => panic!("{}", error.message()),
+    }
 }
 
 #[cfg(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32")))]
