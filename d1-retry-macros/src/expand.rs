@@ -454,10 +454,11 @@ fn error_type(private: &TokenStream, function: &Checked) -> TokenStream {
 
 /// For `policy = PATH`, when the path can be named outside the body: a constant holding it
 /// ([`policy_constant`]), the one place the expansion reads the path, so that a path that is
-/// not a `RetryPolicy` is one error, at the path; and a `const _` validating it under
-/// `cargo check` too. The rest of the expansion reads the constant. The check reads it as
-/// well, rather than the constant being the check: a policy that fails the check would make
-/// every other use of the constant a note under the error.
+/// not a `RetryPolicy` is one error, at the path. The rest of the expansion reads the
+/// constant. It is validated where it is read, by a constant evaluated under `cargo check`
+/// too (an inline `const` block is not): the const argument of [`limits`], or with
+/// time-limit options a `const _` here. The constant is not the check itself: a policy that
+/// failed it would make every use of the constant a note under the error.
 fn policy_check(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
     let Some(path) = options.policy() else {
         return TokenStream::new();

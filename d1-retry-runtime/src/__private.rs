@@ -24,7 +24,7 @@ pub use crate::retry::call::{Call, TimedCall, execute, execute_timed};
 pub use crate::retry::decide::Access;
 pub use crate::retry::driver::{Attempt, Driver, Plan, TimedTurn, Turn};
 pub use crate::retry::execution::{Attempting, Execution, Once, PlainExecution};
-pub use crate::retry::limits::{Begin, Limits, limited};
+pub use crate::retry::limits::{Begin, Limits, checked_policy, limited};
 pub use crate::retry::operation::OperationName;
 pub use crate::retry::scope::{
     left_as_written, made_statement, nested, record_held, record_sql, record_sql_prepared,
@@ -48,15 +48,4 @@ pub trait IsResult {
 
 impl<T, E> IsResult for Result<T, E> {
     type Err = E;
-}
-
-/// Validates a policy given as `#[d1_retry(policy = PATH)]`; the macro calls it in a
-/// `const` block, so an invalid constant policy is a compile error with this message;
-/// `#[track_caller]` puts that error at the macro's call, spanned at the user's path.
-#[track_caller]
-pub const fn checked_policy(policy: RetryPolicy) -> RetryPolicy {
-    match policy.validate() {
-        Ok(()) => policy,
-        Err(error) => panic!("{}", error.message()),
-    }
 }

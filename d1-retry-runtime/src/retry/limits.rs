@@ -1,5 +1,5 @@
 //! Which loop a function with `policy = PATH` compiles: the one with time limits or the one
-//! without, chosen from the constant's value.
+//! without, chosen from the constant's value; and the check of that constant.
 //!
 //! The attribute sees the path, not the policy behind it. It used to compile the
 //! time-limited loop for every `policy = PATH` (`TimedCall`, `TimedAttempting`,
@@ -37,16 +37,23 @@ use crate::{RetryPolicy, Sleeper};
 #[derive(Clone, Copy, Debug)]
 pub struct Limits<const LIMITED: bool>;
 
-/// Whether `policy` has time limits: the const argument of [`Limits`]. Validates the policy
-/// too, as [`checked_policy`](crate::__private::checked_policy) does, so that this one
-/// evaluation is the attribute's check: an invalid policy is a compile error with the
-/// policy's message, at the user's path (`#[track_caller]`).
+/// Validates a policy given as `#[d1_retry(policy = PATH)]`; the expansion calls it in a
+/// constant, so an invalid policy is a compile error with this message; `#[track_caller]`
+/// puts that error at the expansion's call, spanned at the user's path.
 #[track_caller]
-pub const fn limited(policy: &RetryPolicy) -> bool {
+pub const fn checked_policy(policy: RetryPolicy) -> RetryPolicy {
     match policy.validate() {
-        Ok(()) => policy.has_time_limits(),
+        Ok(()) => policy,
         Err(error) => panic!("{}", error.message()),
     }
+}
+
+/// Whether `policy` has time limits: the const argument of [`Limits`]. It validates the
+/// policy too ([`checked_policy`]), so that this one evaluation is the attribute's check of
+/// a function without time-limit options.
+#[track_caller]
+pub const fn limited(policy: &RetryPolicy) -> bool {
+    checked_policy(*policy).has_time_limits()
 }
 
 #[cfg(any(feature = "tokio", all(feature = "worker", target_arch = "wasm32")))]
