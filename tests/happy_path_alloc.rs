@@ -16,8 +16,8 @@ use d1_retry::{FailureClass, RetryPolicy, classify};
 use test_support::{CountingAllocator, allocations_of, block_on};
 
 use happy_path::{
-    BACKON_SCHEDULE, DYNAMIC_SQL, DbError, Instant, Unmarked, UserRepo, future_size_report,
-    future_sizes, retried_like_d1_retry_read, tokio_retry2_schedule,
+    BACKON_SCHEDULE, DYNAMIC_SQL, DbError, FutureSize, Instant, Unmarked, UserRepo,
+    future_size_report, future_sizes, retried_like_d1_retry_read, tokio_retry2_schedule,
 };
 
 #[global_allocator]
@@ -126,18 +126,21 @@ fn the_peers_allocations_are_reported() {
     println!("happy-path allocations: backon {backon}, tokio-retry2 {tokio_retry2}");
 }
 
+/// The size of the future `what` names among `sizes`.
+fn size_named(sizes: &[FutureSize], what: &str) -> usize {
+    sizes
+        .iter()
+        .find(|size| size.what == what)
+        .unwrap_or_else(|| panic!("no future size for {what}"))
+        .bytes
+}
+
 #[test]
 fn future_sizes_are_reported() {
     let repo = repo();
     println!("{}", future_size_report(&repo, "test, dev profile"));
     let sizes = future_sizes(&repo);
-    let size_of = |what: &str| {
-        sizes
-            .iter()
-            .find(|size| size.what == what)
-            .unwrap_or_else(|| panic!("no future size for {what}"))
-            .bytes
-    };
+    let size_of = |what| size_named(&sizes, what);
     // Not a size goal: a guard that the annotated methods are the retrying ones. A method
     // whose attribute expanded to nothing (or whose receiver took the plain path) would
     // have the plain future's size, and the allocation tests above would pass vacuously.
@@ -170,13 +173,7 @@ fn future_sizes_are_reported() {
 fn a_policy_constant_compiles_the_loop_its_limits_call_for() {
     let repo = repo();
     let sizes = future_sizes(&repo);
-    let size_of = |what: &str| {
-        sizes
-            .iter()
-            .find(|size| size.what == what)
-            .unwrap_or_else(|| panic!("no future size for {what}"))
-            .bytes
-    };
+    let size_of = |what| size_named(&sizes, what);
     let bare = size_of("#[d1_retry] read");
     let timed = size_of("#[d1_retry(attempt_timeout_ms, deadline_ms)] read");
     assert!(timed > bare, "timed {timed} B, bare {bare} B");
@@ -200,11 +197,7 @@ fn an_annotated_call_moves_without_memmove() {
         "#[d1_retry(policy = POLICY)] read",
         "#[d1_retry] write",
     ] {
-        let size = sizes
-            .iter()
-            .find(|size| size.what == what)
-            .unwrap_or_else(|| panic!("no future size for {what}"))
-            .bytes;
+        let size = size_named(&sizes, what);
         assert!(size <= 128, "{what}: {size} B, over the 128 B moved inline");
     }
 }
