@@ -42,7 +42,14 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let local = |name: &str| Ident::new(name, Span::mixed_site());
     let call = local("__d1_retry_call");
     let operation = operation_name(&function, &options, &private);
-    let policy = policy(&options, &krate, &function.sig);
+    // A `policy = PATH` that can be named outside the body is read once, into a constant
+    // of the expansion (see `policy_check`), which the policy, its check and the loop's
+    // choice all read: decided here, once, so that none of them names a constant the
+    // others did not make.
+    let held = options
+        .policy()
+        .filter(|path| nameable_outside(path, &function.sig));
+    let policy = policy(&options, &krate, held);
     // Time limits need a clock and a timer: only a function whose policy may have them
     // (time-limit options, or a `policy = PATH` the macro cannot read) is written with the
     // time-limited loop's steps.
@@ -50,7 +57,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     // A `policy = PATH` without time-limit options: which loop those steps take is chosen
     // from the constant's value, by the compiler (the runtime's `retry/limits.rs`), so that
     // a policy without limits pays for no clock or timer.
-    let limits = limits(&options, &private, &function.sig);
+    let limits = limits(&options, &private, held);
     // The name is a constant (see `OperationName`), borrowed as a `'static`.
     let call_init = match &limits {
         Some(limits) => quote!(&#limits.call(#policy, &#operation)),
@@ -78,7 +85,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let found = executions::rewrite(block, mode, &names, &params);
     valid::check(&found, mode, &function.sig.ident)?;
     let doc = doc::paragraph(&found, mode, &retries(&options));
-    let policy_check = policy_check(&options, &krate, &function.sig);
+    let policy_check = policy_check(&options, &krate, held);
 
     let body = match mode {
         Mode::PerCall => {
@@ -302,7 +309,9 @@ fn untimed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) 
     // `TimedOut` on: no limit applies.
     let turn = match parts.limits {
         Some(limits) => quote! {
-            #limits.turn(&mut #driver, #attempt_body, #plan, #classify, ::core::option::Option::None)
+            #limits.turn(
+                &mut #driver, #attempt_body, #plan, #classify, ::core::option::Option::None,
+            )
         },
         None => quote!(#driver.turn(#attempt_body, #plan, #classify)),
     };
@@ -351,11 +360,15 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
 /// through [`policy_check`]'s constant): the
 /// type whose methods make the call and the whole-body turn with time limits or without, as
 /// the constant has them or not, which only the compiler can read. `None` for a path that
-/// names the function's generics or `Self`, which a const argument may not use: those keep
-/// the time-limited loop.
-fn limits(options: &Options, private: &TokenStream, sig: &syn::Signature) -> Option<TokenStream> {
-    let path = options.policy()?;
-    if options.has_time_limits() || !nameable_outside(path, sig) {
+/// names the function's generics or `Self` (not `held`), which a const argument may not
+/// use: those keep the time-limited loop.
+fn limits(
+    options: &Options,
+    private: &TokenStream,
+    held: Option<&syn::Path>,
+) -> Option<TokenStream> {
+    let path = held?;
+    if options.has_time_limits() {
         return None;
     }
     let private = respan(private, path.span());
@@ -365,13 +378,11 @@ fn limits(options: &Options, private: &TokenStream, sig: &syn::Signature) -> Opt
     })
 }
 
-/// The `RetryPolicy` expression the function runs with.
-fn policy(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
+/// The `RetryPolicy` expression the function runs with; `held`: the path read into
+/// [`policy_check`]'s constant.
+fn policy(options: &Options, krate: &TokenStream, held: Option<&syn::Path>) -> TokenStream {
     let timed_options = options.has_time_limits();
-    let checked = options
-        .policy()
-        .filter(|path| nameable_outside(path, sig))
-        .map(|path| (path, policy_constant()));
+    let checked = held.map(|path| (path, policy_constant()));
     if let Some((path, checked)) = &checked
         && !timed_options
     {
@@ -452,20 +463,17 @@ fn error_type(private: &TokenStream, function: &Checked) -> TokenStream {
     }
 }
 
-/// For `policy = PATH`, when the path can be named outside the body: a constant holding it
-/// ([`policy_constant`]), the one place the expansion reads the path, so that a path that is
-/// not a `RetryPolicy` is one error, at the path. The rest of the expansion reads the
-/// constant. It is validated where it is read, by a constant evaluated under `cargo check`
-/// too (an inline `const` block is not): the const argument of [`limits`], or with
-/// time-limit options a `const _` here. The constant is not the check itself: a policy that
-/// failed it would make every use of the constant a note under the error.
-fn policy_check(options: &Options, krate: &TokenStream, sig: &syn::Signature) -> TokenStream {
-    let Some(path) = options.policy() else {
+/// For `policy = PATH`, when the path can be named outside the body (`held`): a constant
+/// holding it ([`policy_constant`]), the one place the expansion reads the path, so that a
+/// path that is not a `RetryPolicy` is one error, at the path. The rest of the expansion
+/// reads the constant. It is validated where it is read, by a constant evaluated under
+/// `cargo check` too (an inline `const` block is not): the const argument of [`limits`], or
+/// with time-limit options a `const _` here. The constant is not the check itself: a policy
+/// that failed it would make every use of the constant a note under the error.
+fn policy_check(options: &Options, krate: &TokenStream, held: Option<&syn::Path>) -> TokenStream {
+    let Some(path) = held else {
         return TokenStream::new();
     };
-    if !nameable_outside(path, sig) {
-        return TokenStream::new();
-    }
     let krate = respan(krate, path.span());
     let checked = policy_constant();
     // Without time-limit options, the const argument of `limits` validates the policy as

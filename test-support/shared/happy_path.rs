@@ -11,9 +11,9 @@
 //!
 //! Every variant reads one row through the same stand-in D1 statement, which completes on its
 //! first poll: the plain call, `#[d1_retry]` (also named, with time limits, and with a policy
-//! constant with and without them), the `Retry`
-//! builder, and the peers a user would pick instead, backon and tokio-retry2, configured to
-//! d1-retry's default schedule as far as each allows and retrying only what d1-retry retries.
+//! constant with and without them), the `Retry` builder, and the peers a user would pick
+//! instead, backon and tokio-retry2, configured to d1-retry's default schedule as far as each
+//! allows and retrying only what d1-retry retries.
 
 // Each includer uses its own part (the bench: the timed reads; the test: writes as well).
 #![allow(dead_code)]
