@@ -760,7 +760,10 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
             assert!(looked_up < probed, "{code}");
         }
         assert!(code.contains(". d1_prepare ()"), "{code}");
-        assert!(code.contains(". and (__d1_retry_sql_db_2)"), "{code}");
+        assert!(
+            code.contains("begin_on (call , __d1_retry_sql_db_2 ,"),
+            "{code}"
+        );
         assert!(!code.contains("SqlSlot"), "{code}");
     }
 
@@ -796,7 +799,7 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
     assert!(code.contains("SqlSlot :: new ()"), "{code}");
     // ...and the slot is read into the execution's access.
     assert!(
-        code.contains(". and (__d1_retry_sql_call_1 . access ())"),
+        code.contains("begin_on (call , __d1_retry_sql_call_1 . access () ,"),
         "{code}"
     );
 
@@ -912,6 +915,43 @@ fn batches_are_read_only_only_if_every_statement_reads() {
             "batch retried unseen",
             "batch retried unseen",
         ]
+    );
+}
+
+/// The literals' verdicts are joined where the expansion is written: one `Access::Write`
+/// if any literal writes, nothing for those that read, beside the probes of the databases
+/// that prepared them (which decide whether the text is what runs).
+#[test]
+fn literal_verdicts_join_into_one_access() {
+    let access = |body: &str| {
+        let (_, code) = found_in(body, Mode::PerCall, &[]);
+        assert!(!code.contains("judged"), "{code}");
+        let start = code.find("begin_on (call , ").expect(&code) + "begin_on (call , ".len();
+        let end = start + code[start..].find(" , &").expect(&code);
+        let access = &code[start..end];
+        // A batch's is matched on, for a list that turns out to be out of sight.
+        match access.strip_prefix("match ") {
+            Some(matched) => matched[..matched.find(" {").expect(&code)].to_owned(),
+            None => access.to_owned(),
+        }
+    };
+    assert_eq!(
+        access(
+            r#"{ db.batch(vec![db.prepare("SELECT 1"), db.prepare("DELETE FROM t"), db.prepare("UPDATE t SET a = 1")]).await?; }"#
+        ),
+        ":: d1_retry :: __private :: Access :: Write . and (__d1_retry_sql_db_2)"
+    );
+    assert_eq!(
+        access(r#"{ db.batch(vec![db.prepare("SELECT 1"), db.prepare("SELECT 2")]).await?; }"#),
+        "__d1_retry_sql_db_2 . and (__d1_retry_sql_db_3)"
+    );
+    assert_eq!(
+        access(r#"{ self.db.prepare("INSERT INTO t VALUES (1)").run().await?; }"#),
+        ":: d1_retry :: __private :: Access :: Write"
+    );
+    assert_eq!(
+        access(r#"{ self.db.prepare("SELECT 1").first(None).await?; }"#),
+        "__d1_retry_sql_db_2"
     );
 }
 

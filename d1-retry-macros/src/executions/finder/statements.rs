@@ -411,22 +411,35 @@ impl Finder<'_> {
 
     /// The `Access` expression of statements: known at compile time where the SQL is
     /// visible, read from slots where it was scanned.
+    ///
+    /// The literals' verdicts are joined here, into one `Access::Write` if any of them
+    /// writes and nothing if all read (`ReadOnly` is what `Access::and` keeps the other side
+    /// of): each call the expansion makes in the user's function is a call rustc and LLVM
+    /// compile there, with its unwind edge through the state machine, and two for every
+    /// literal (`judged`, then `and`) cost a read 4 % of its compile time.
     pub(super) fn access(&self, statements: &Statements, slot: Option<&Ident>) -> TokenStream {
         let private = &self.names.private;
-        let mut parts: Vec<TokenStream> = statements
-            .sql
-            .iter()
-            .filter_map(|sql| match sql {
-                Sql::Literal { read_only, .. } => {
-                    Some(quote!(#private::Access::judged(#read_only)))
+        let literal_writes = statements.sql.iter().any(|sql| {
+            matches!(
+                sql,
+                Sql::Literal {
+                    read_only: false,
+                    ..
                 }
-                Sql::Const(expr, handed) => Some(const_access(private, expr, *handed)),
-                Sql::Bound(_, verdict) => Some(quote!(#verdict)),
-                Sql::Unseen => Some(quote!(#private::Access::Unseen)),
-                // Read from the slots below.
-                Sql::Dynamic => None,
-            })
+            )
+        });
+        let mut parts: Vec<TokenStream> = literal_writes
+            .then(|| quote!(#private::Access::Write))
+            .into_iter()
             .collect();
+        parts.extend(statements.sql.iter().filter_map(|sql| match sql {
+            Sql::Literal { .. } => None,
+            Sql::Const(expr, handed) => Some(const_access(private, expr, *handed)),
+            Sql::Bound(_, verdict) => Some(quote!(#verdict)),
+            Sql::Unseen => Some(quote!(#private::Access::Unseen)),
+            // Read from the slots below.
+            Sql::Dynamic => None,
+        }));
         for known in &statements.known_verdicts {
             parts.push(quote!(#known));
         }
