@@ -199,15 +199,25 @@ impl Finder<'_> {
                 let attempt = quote_spanned! {span=>
                     #execution.#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
                 };
+                // The check that the call is D1's through a pointer (see below) opens the
+                // loop's arm: a statement there costs rustc and LLVM less than the tuple
+                // a stored site is wrapped in, and the loop holds no temporary the check
+                // could outlive.
+                let check = pointer_call
+                    .as_ref()
+                    .map(|pointer_call| pointer_call::check(private, pointer_call, receiver));
                 // On a receiver that is not D1 the loop never turns (see `PlainExecution`).
                 let arms = if values.is_empty() {
                     quote_spanned! {span=>
                         {
                             #[allow(clippy::never_loop)]
-                            mut #execution => loop {
-                                match #attempt {
-                                    ::core::ops::ControlFlow::Break(#result) => break #result,
-                                    ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                            mut #execution => {
+                                #check
+                                loop {
+                                    match #attempt {
+                                        ::core::ops::ControlFlow::Break(#result) => break #result,
+                                        ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                                    }
                                 }
                             }
                         }
@@ -228,6 +238,7 @@ impl Finder<'_> {
                             #kept => match #begin {
                                 #[allow(clippy::never_loop)]
                                 mut #execution => {
+                                    #check
                                     let mut #kept = #execution.keep(#kept);
                                     loop {
                                         #take
@@ -289,19 +300,20 @@ impl Finder<'_> {
         // The receiver's type decides whether the call is D1's (`D1Receiver::D1_CALLS`), which
         // a pointer passes on from the type it points to: the user's method lookup repeated
         // on it, in code that never runs, refuses a method of the user's for the pointer
-        // (`pointer_call.rs`). The check and the site are a tuple, so that the site's
-        // temporaries live as long as they did, spanned as the site is, from the receiver to
-        // the method, where diagnostics about its value point.
+        // (`pointer_call.rs`). An awaited site's loop holds it (above); elsewhere the check
+        // and the site are a tuple, so that the site's temporaries live as long as they
+        // did, spanned as the site is, from the receiver to the method, where diagnostics
+        // about its value point.
         let site = |receiver: &TokenStream| {
             let site = site(receiver);
             match &pointer_call {
-                Some(pointer_call) => {
+                Some(pointer_call) if !awaited => {
                     let check = pointer_call::check(private, pointer_call, receiver);
                     let mut second = proc_macro2::Literal::usize_unsuffixed(1);
                     second.set_span(span);
                     quote_spanned!(whole=> (#check, #site).#second)
                 }
-                None => site,
+                _ => site,
             }
         };
         let receiver = strip_parens(&call.receiver);
