@@ -413,10 +413,10 @@ impl Finder<'_> {
     /// visible, read from slots where it was scanned.
     ///
     /// The literals' verdicts are joined here, into one `Access::Write` if any of them
-    /// writes and nothing if all read (`ReadOnly` is what `Access::and` keeps the other side
-    /// of): each call the expansion makes in the user's function is a call rustc and LLVM
-    /// compile there, with its unwind edge through the state machine, and two for every
-    /// literal (`judged`, then `and`) cost a read 4 % of its compile time.
+    /// writes and nothing if all read (`ReadOnly.and(access)` is `access`): each call the
+    /// expansion makes in the user's function is a call rustc and LLVM compile there, with
+    /// its unwind edge through the state machine, and two for every literal (`judged`, then
+    /// `and`) cost a read about 4 % of the instructions rustc spends on it.
     pub(super) fn access(&self, statements: &Statements, slot: Option<&Ident>) -> TokenStream {
         let private = &self.names.private;
         let literal_writes = statements.sql.iter().any(|sql| {
