@@ -3,37 +3,14 @@
 //! even `Display`, and results that are matched or dropped.
 #![deny(warnings)]
 
-use std::fmt;
-
 use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]
 mod db;
-use db::{Db, DbError, block_on};
-
-/// The usual application error, built from D1's.
-#[derive(Debug)]
-enum AppError {
-    Db(DbError),
-    NotFound,
-}
-
-impl fmt::Display for AppError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AppError::Db(error) => write!(f, "database error: {error}"),
-            AppError::NotFound => f.write_str("not found"),
-        }
-    }
-}
-
-impl std::error::Error for AppError {}
-
-impl From<DbError> for AppError {
-    fn from(error: DbError) -> Self {
-        AppError::Db(error)
-    }
-}
+use db::{Db, block_on};
+#[path = "../support/app_error.rs"]
+mod app_error;
+use app_error::AppError;
 
 /// Not `Display`, not `Error`: only a whole-body attempt would need to read it
 /// (`tests/ui/error_not_display.rs`).

@@ -15,30 +15,10 @@ use d1_retry::d1_retry;
 
 #[path = "../support/db.rs"]
 mod db;
-use db::{Db, DbError, block_on};
-
-#[derive(Debug)]
-enum AppError {
-    Db(DbError),
-    NotFound,
-}
-
-impl fmt::Display for AppError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AppError::Db(error) => write!(f, "database error: {error}"),
-            AppError::NotFound => f.write_str("not found"),
-        }
-    }
-}
-
-impl std::error::Error for AppError {}
-
-impl From<DbError> for AppError {
-    fn from(error: DbError) -> Self {
-        AppError::Db(error)
-    }
-}
+use db::{Db, block_on};
+#[path = "../support/app_error.rs"]
+mod app_error;
+use app_error::AppError;
 
 /// An alias of `Result`, named as the attribute requires (`worker::Result<T>` is one).
 mod app {
