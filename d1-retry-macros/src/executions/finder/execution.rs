@@ -175,7 +175,14 @@ impl Finder<'_> {
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
+        // The receiver's type decides whether the call is D1's (`D1Receiver::D1_CALLS`), which
+        // a pointer passes on from the type it points to: the user's method lookup repeated
+        // on it, in code that never runs, refuses a method of the user's for the pointer
+        // (`pointer_call.rs`).
         let site = |receiver: &TokenStream| {
+            let check = pointer_call
+                .as_ref()
+                .map(|pointer_call| pointer_call::check(private, pointer_call, receiver));
             // A stored execution's access: the site's answer about the call joins it
             // before the closure is made, so that a method of another type taking
             // `&mut self` is borrowed mutably by the closure alone.
@@ -199,14 +206,10 @@ impl Finder<'_> {
                 let attempt = quote_spanned! {span=>
                     #execution.#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
                 };
-                // The check that the call is D1's through a pointer (see below) opens the
-                // loop's arm: a statement there costs rustc and LLVM less than the tuple
-                // a stored site is wrapped in, and the loop holds no temporary the check
-                // could outlive.
-                let check = pointer_call
-                    .as_ref()
-                    .map(|pointer_call| pointer_call::check(private, pointer_call, receiver));
                 // On a receiver that is not D1 the loop never turns (see `PlainExecution`).
+                // The pointer check opens the loop's arm: a statement there costs rustc and
+                // LLVM less than a tuple around the site (as a stored site has, below), and
+                // the arm's tail, the loop, keeps its temporaries where they were.
                 let arms = if values.is_empty() {
                     quote_spanned! {span=>
                         {
@@ -284,7 +287,7 @@ impl Finder<'_> {
                             .run(#call_ident, #arguments, #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
                     }
                 };
-                match read_list {
+                let site = match read_list {
                     Some(read_list) => quote_spanned! {span=>
                         match (#(#values,)*) {
                             #kept => {
@@ -294,26 +297,18 @@ impl Finder<'_> {
                         }
                     },
                     None => site,
+                };
+                // The check and the site are a tuple, so that the site's temporaries live
+                // as long as they did, spanned as the site is, from the receiver to the
+                // method, where diagnostics about its value point.
+                match check {
+                    Some(check) => {
+                        let mut second = proc_macro2::Literal::usize_unsuffixed(1);
+                        second.set_span(span);
+                        quote_spanned!(whole=> (#check, #site).#second)
+                    }
+                    None => site,
                 }
-            }
-        };
-        // The receiver's type decides whether the call is D1's (`D1Receiver::D1_CALLS`), which
-        // a pointer passes on from the type it points to: the user's method lookup repeated
-        // on it, in code that never runs, refuses a method of the user's for the pointer
-        // (`pointer_call.rs`). An awaited site's loop holds it (above); elsewhere the check
-        // and the site are a tuple, so that the site's temporaries live as long as they
-        // did, spanned as the site is, from the receiver to the method, where diagnostics
-        // about its value point.
-        let site = |receiver: &TokenStream| {
-            let site = site(receiver);
-            match &pointer_call {
-                Some(pointer_call) if !awaited => {
-                    let check = pointer_call::check(private, pointer_call, receiver);
-                    let mut second = proc_macro2::Literal::usize_unsuffixed(1);
-                    second.set_span(span);
-                    quote_spanned!(whole=> (#check, #site).#second)
-                }
-                _ => site,
             }
         };
         let receiver = strip_parens(&call.receiver);
