@@ -7,7 +7,7 @@
 //! ```text
 //! if false {
 //!     use ::d1_retry::__private::{D1CallThroughAPointer as _, ViaPointer as _, ViaOtherPointer as _};
-//!     (&&PointerOf::of(&db)).pointer(&db).batch((0,).0);
+//!     (&&PointerOf(&db)).pointer().batch((0,).0);
 //! }
 //! ```
 //!
@@ -75,10 +75,11 @@ pub(crate) fn check(
     let (first, last) = call.receiver;
     let mut dispatch = Group::new(
         Delimiter::Parenthesis,
-        quote_spanned!(site=> &&#private::PointerOf::of(&#receiver)),
+        quote_spanned!(site=> &&#private::PointerOf(&#receiver)),
     );
     dispatch.set_span(first);
-    let mut borrowed = Group::new(Delimiter::Parenthesis, quote_spanned!(site=> &#receiver));
+    // `pointer()`'s parentheses end the lookup's receiver where the user's ends.
+    let mut borrowed = Group::new(Delimiter::Parenthesis, TokenStream::new());
     borrowed.set_span(last);
     // A value that is not `()`, which Clippy would see handed to a function.
     let values = call.arguments.iter().map(|&(first, last)| {

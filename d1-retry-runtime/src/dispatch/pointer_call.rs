@@ -13,7 +13,7 @@
 //!
 //! The expansion repeats the lookup, in code that never runs, on the receiver itself when
 //! its type is one of those pointers to a [`D1Receiver`], or a reference to one, and in the
-//! same scope: `(&&PointerOf::of(&db)).pointer(&db).batch(())` with
+//! same scope: `(&&PointerOf(&db)).pointer().batch(())` with
 //! [`D1CallThroughAPointer`] imported. That trait's methods borrow the pointer, so they are
 //! found at the same step as such a method of the user's: with one, the call is ambiguous,
 //! a compile error (E0034) at the user's method that names both traits; without one, the
@@ -36,7 +36,6 @@
 //! [`D1Receiver`]: crate::D1Receiver
 //! [`D1Receiver::D1_CALLS`]: crate::D1Receiver
 
-use core::marker::PhantomData;
 use core::mem::ManuallyDrop;
 use std::cell::{Ref, RefMut};
 use std::rc::Rc;
@@ -130,46 +129,37 @@ pub trait ThroughAPointer {}
 impl<P: ThroughAPointer + ?Sized> ThroughAPointer for &P {}
 impl<P: ThroughAPointer + ?Sized> ThroughAPointer for &mut P {}
 
-/// The receiver's type, for the autoref dispatch that picks what the lookup runs on:
-/// `(&&PointerOf::of(&db)).pointer(&db)`.
-pub struct PointerOf<R: ?Sized>(PhantomData<fn(&R)>);
-
-impl<R: ?Sized> PointerOf<R> {
-    /// The type of `receiver`, which is not read.
-    #[inline(always)]
-    pub fn of(_receiver: &R) -> Self {
-        PointerOf(PhantomData)
-    }
-}
+/// The receiver, borrowed for the autoref dispatch that picks what the lookup runs on:
+/// `(&&PointerOf(&db)).pointer()`. Built by its constructor and asked without an argument,
+/// so that the dispatch is no call but the method's, at every execution the attribute
+/// checks.
+pub struct PointerOf<'r, R: ?Sized>(pub &'r R);
 
 /// Picked for a pointer to a D1 type: the receiver itself.
-pub trait ViaPointer {
+pub trait ViaPointer<'r> {
     /// The receiver's type.
     type Receiver: ?Sized;
     /// The receiver, for the lookup in code that never runs.
-    fn pointer<'r>(&self, receiver: &'r Self::Receiver) -> &'r Self::Receiver;
+    fn pointer(&self) -> &'r Self::Receiver;
 }
 
-impl<R: ThroughAPointer + ?Sized> ViaPointer for &PointerOf<R> {
+impl<'r, R: ThroughAPointer + ?Sized> ViaPointer<'r> for &PointerOf<'r, R> {
     type Receiver = R;
     #[inline(always)]
-    fn pointer<'r>(&self, receiver: &'r R) -> &'r R {
-        receiver
+    fn pointer(&self) -> &'r R {
+        self.0
     }
 }
 
 /// Picked for every other receiver: [`NotAPointer`].
 pub trait ViaOtherPointer {
-    /// The receiver's type.
-    type Receiver: ?Sized;
     /// The stand-in, for the lookup in code that never runs.
-    fn pointer(&self, receiver: &Self::Receiver) -> &'static NotAPointer;
+    fn pointer(&self) -> &'static NotAPointer;
 }
 
-impl<R: ?Sized> ViaOtherPointer for PointerOf<R> {
-    type Receiver = R;
+impl<R: ?Sized> ViaOtherPointer for PointerOf<'_, R> {
     #[inline(always)]
-    fn pointer(&self, _receiver: &R) -> &'static NotAPointer {
+    fn pointer(&self) -> &'static NotAPointer {
         &NotAPointer
     }
 }
@@ -240,16 +230,16 @@ mod tests {
         #[allow(unused_imports)]
         use super::{ViaOtherPointer as _, ViaPointer as _};
         let pointer = Arc::new(Statement);
-        let through: &Arc<Statement> = (&&PointerOf::of(&pointer)).pointer(&pointer);
+        let through: &Arc<Statement> = (&&PointerOf(&pointer)).pointer();
         let (): () = through.batch(());
         let (): () = (&&through).run();
         let reference = &pointer;
-        let _: &&Arc<Statement> = (&&PointerOf::of(&reference)).pointer(&reference);
+        let _: &&Arc<Statement> = (&&PointerOf(&reference)).pointer();
         let other = Statement;
-        let stand_in: &NotAPointer = (&&PointerOf::of(&other)).pointer(&other);
+        let stand_in: &NotAPointer = (&&PointerOf(&other)).pointer();
         stand_in.run();
         let plain = Arc::new(0_u8);
-        let _: &NotAPointer = (&&PointerOf::of(&plain)).pointer(&plain);
+        let _: &NotAPointer = (&&PointerOf(&plain)).pointer();
     }
 
     /// The trait is implemented for the pointers the mark passes through.
