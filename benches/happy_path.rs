@@ -23,8 +23,9 @@
 //!   `#[d1_retry]`, and through the two peers; a D1 call from a Worker, a network round trip,
 //!   costs a thousand times more;
 //! - `happy_path_dynamic_sql`: a 100-byte read passed as an argument, which the expansion
-//!   scans where it is prepared, in every attempt, beside the plain call (no runtime
-//!   entered: neither variant has a timer).
+//!   scans where it is prepared, in every attempt, beside the plain call: `d1_retry` retries
+//!   the call on its own, `d1_retry_read_only` the whole body (`#[d1_retry(read_only)]`,
+//!   one turn of the whole-body loop). No runtime entered: no variant has a timer.
 //!
 //! The peers retry only what d1-retry would: their condition (`when` for backon, `RetryIf`'s
 //! for tokio-retry2) is d1-retry's `classify` and `should_retry`, so each variant would make
@@ -259,6 +260,10 @@ fn dynamic_sql(c: &mut Criterion) {
     let expected = block_on(repo.query_plain(DYNAMIC_SQL, 7)).ok();
     assert_eq!(expected, Some(Some((7, DYNAMIC_SQL.len()))));
     assert_eq!(block_on(repo.query(DYNAMIC_SQL, 7)).ok(), expected);
+    assert_eq!(
+        block_on(repo.query_read_only(DYNAMIC_SQL, 7)).ok(),
+        expected
+    );
 
     let mut group = c.benchmark_group("happy_path_dynamic_sql");
     group.bench_function("plain", |b| {
@@ -266,6 +271,9 @@ fn dynamic_sql(c: &mut Criterion) {
     });
     group.bench_function("d1_retry", |b| {
         b.iter(|| block_on(repo.query(black_box(DYNAMIC_SQL), black_box(7))));
+    });
+    group.bench_function("d1_retry_read_only", |b| {
+        b.iter(|| block_on(repo.query_read_only(black_box(DYNAMIC_SQL), black_box(7))));
     });
     group.finish();
 }

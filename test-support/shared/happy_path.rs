@@ -293,7 +293,8 @@ impl UserRepo<Instant> {
         self.db.prepare(sql).bind(id).first().await
     }
 
-    /// Dynamic SQL vouched for: the whole body retried as a read, nothing scanned.
+    /// Dynamic SQL vouched for: the whole body retried as a read, the SQL scanned where it
+    /// is prepared, to tell a write the body should not have made.
     #[d1_retry(read_only)]
     pub async fn query_read_only(&self, sql: &str, id: i64) -> Result<Row, DbError> {
         self.db.prepare(sql).bind(id).first().await
@@ -391,7 +392,7 @@ pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 14] {
         ),
         size(
             "#[d1_retry(read_only)] dynamic read",
-            None,
+            Some("happy_path_dynamic_sql/d1_retry_read_only"),
             size_of_val(&repo.query_read_only(DYNAMIC_SQL, 7)),
         ),
     ]
