@@ -122,16 +122,17 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         F: Future<Output = Result<T, E>>,
     {
         Turn {
-            driver: self,
-            plan,
-            classify,
+            head: TurnHead {
+                driver: self,
+                plan,
+                classify,
+            },
             attempt,
         }
     }
 
     /// After an attempt of [`turn`](Self::turn): `Some` to hand back, `None` to retry.
-    /// Apart from [`Turn::poll`], so that it is compiled once per result type rather than
-    /// once per function.
+    /// Shared by [`Turn`] and [`TimedTurn`], and compiled once per result type.
     fn after<T, E>(
         &mut self,
         result: Result<T, E>,
@@ -171,22 +172,24 @@ impl<'a, S: Sleeper> Driver<'a, S> {
         F: Future<Output = Result<T, E>>,
     {
         TimedTurn {
-            turn: Turn {
+            head: TurnHead {
                 driver: self,
                 plan,
                 classify,
-                attempt,
             },
-            timed_out,
-            limit: None,
-            started: false,
-            timer: Held::none(),
+            race: TimedRace {
+                timed_out,
+                limit: None,
+                started: false,
+                timer: Held::none(),
+            },
+            attempt,
         }
     }
 
     /// As a timed attempt starts: its limit, when `limited`; else none, and the deadline
-    /// no longer bounds the waits either. Apart from [`TimedTurn::poll`], as the helpers
-    /// below are, so that it is compiled once per sleeper rather than once per function.
+    /// no longer bounds the waits either. Apart from [`TimedTurn`]'s poll, as the helpers
+    /// below are, so that it is compiled once per sleeper rather than once per result type.
     fn limit_of_attempt(&mut self, limited: bool) -> Option<Limit> {
         self.cut = None;
         if !limited {
@@ -242,12 +245,25 @@ impl<'a, S: Sleeper> Driver<'a, S> {
 /// and no state machine for the wait or the decision.
 #[must_use = "futures do nothing unless polled"]
 pub struct Turn<'t, 'a, S: Sleeper, F, E> {
-    driver: &'t mut Driver<'a, S>,
-    plan: Plan<'t, 'a>,
-    classify: for<'e> fn(&'e E) -> Failure<'e>,
+    head: TurnHead<'t, 'a, S, E>,
     /// Pinned with the `Turn` (see `poll`); the other fields are not.
     attempt: F,
 }
+
+/// What a [`Turn`] holds beside its attempt: none of it depends on the attempt's type,
+/// so that what polls it is compiled once per result type, not once per function.
+struct TurnHead<'t, 'a, S: Sleeper, E> {
+    driver: &'t mut Driver<'a, S>,
+    plan: Plan<'t, 'a>,
+    classify: for<'e> fn(&'e E) -> Failure<'e>,
+}
+
+/// A whole-body attempt as a turn polls it: behind a pointer with a vtable, so that only
+/// this coercion is compiled once per function (each function's body is a type of its
+/// own), and the wait, the scope and the decision once per result type. One indirect call
+/// per poll, against a copy of the turn's code in every `read_only` and `idempotent`
+/// function.
+type PinnedAttempt<'p, T, E> = Pin<&'p mut (dyn Future<Output = Result<T, E>> + 'p)>;
 
 impl<S, F, T, E> Future for Turn<'_, '_, S, F, E>
 where
@@ -261,15 +277,26 @@ where
         // borrow it is only polled in place, never moved out; `Turn` has no `Drop` impl
         // and no `Unpin` impl of its own, so it is `Unpin` only when the attempt is.
         let this = unsafe { self.get_unchecked_mut() };
-        if wait_is_pending::<S>(&mut this.driver.waiting, cx) {
-            return Poll::Pending;
-        }
-        // Polled here rather than through a future of its own, so that a function adds one
-        // `poll` for its attempt, not two.
         // SAFETY: see above; `this.attempt` stays where it is until it is dropped.
         let attempt = unsafe { Pin::new_unchecked(&mut this.attempt) };
-        match poll_inside(this.plan, attempt, &mut this.driver.left, cx) {
-            Poll::Ready(result) => Poll::Ready(this.driver.after(result, this.plan, this.classify)),
+        this.head.poll(attempt, cx)
+    }
+}
+
+impl<S: Sleeper, E> TurnHead<'_, '_, S, E> {
+    /// One poll of a [`Turn`]: the scheduled wait, then the attempt, polled here rather
+    /// than through a future of its own (one `poll` per function for its attempt, not
+    /// two), then the decision.
+    fn poll<T>(
+        &mut self,
+        attempt: PinnedAttempt<'_, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<T, E>>> {
+        if wait_is_pending::<S>(&mut self.driver.waiting, cx) {
+            return Poll::Pending;
+        }
+        match poll_inside(self.plan, attempt, &mut self.driver.left, cx) {
+            Poll::Ready(result) => Poll::Ready(self.driver.after(result, self.plan, self.classify)),
             Poll::Pending => Poll::Pending,
         }
     }
@@ -280,8 +307,16 @@ where
 /// no state machine for the race, the wait or the decision.
 #[must_use = "futures do nothing unless polled"]
 pub struct TimedTurn<'t, 'a, S: Sleeper, F, E> {
-    /// Its attempt is structurally pinned, as in a `Turn`.
-    turn: Turn<'t, 'a, S, F, E>,
+    head: TurnHead<'t, 'a, S, E>,
+    /// Its timer is structurally pinned.
+    race: TimedRace<S, E>,
+    /// Structurally pinned, as in a `Turn`.
+    attempt: F,
+}
+
+/// The race of a [`TimedTurn`]'s attempt against its limit; apart from the attempt, as a
+/// [`TurnHead`] is.
+struct TimedRace<S: Sleeper, E> {
     /// How a [`TimedOut`] becomes the caller's error; `None`: no limit applies.
     timed_out: Option<fn(TimedOut) -> E>,
     /// Set as the attempt starts, at the first poll after the wait.
@@ -299,31 +334,47 @@ where
     type Output = Option<Result<T, E>>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: `turn.attempt` and `timer` are structurally pinned and nothing else is:
+        // SAFETY: `attempt` and `race.timer` are structurally pinned and nothing else is:
         // through this borrow they are only polled or set in place, never moved out;
         // `TimedTurn` has no `Drop` impl and no `Unpin` impl of its own.
         let this = unsafe { self.get_unchecked_mut() };
-        let turn = &mut this.turn;
+        // SAFETY: see above.
+        let attempt = unsafe { Pin::new_unchecked(&mut this.attempt) };
+        // SAFETY: see above; `poll_timed` keeps the timer pinned.
+        unsafe { this.race.poll_timed(&mut this.head, attempt, cx) }
+    }
+}
+
+impl<S: Sleeper, E> TimedRace<S, E> {
+    /// One poll of a [`TimedTurn`].
+    ///
+    /// # Safety
+    ///
+    /// `self` is part of a pinned `TimedTurn`: its timer is never moved out.
+    unsafe fn poll_timed<T>(
+        &mut self,
+        turn: &mut TurnHead<'_, '_, S, E>,
+        attempt: PinnedAttempt<'_, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<T, E>>> {
         if wait_is_pending::<S>(&mut turn.driver.waiting, cx) {
             return Poll::Pending;
         }
-        if !this.started {
-            this.started = true;
-            this.limit = turn.driver.limit_of_attempt(this.timed_out.is_some());
+        if !self.started {
+            self.started = true;
+            self.limit = turn.driver.limit_of_attempt(self.timed_out.is_some());
         }
-        let limit = match this.limit {
+        let limit = match self.limit {
             // The deadline passed before the attempt: it is not made.
             Some(limit) if limit.timer.is_zero() => limit,
             limit => {
-                // SAFETY: see above.
-                let attempt = unsafe { Pin::new_unchecked(&mut turn.attempt) };
                 if let Poll::Ready(result) =
                     poll_inside(turn.plan, attempt, &mut turn.driver.left, cx)
                 {
                     return Poll::Ready(turn.driver.after(result, turn.plan, turn.classify));
                 }
-                // SAFETY: see above.
-                let timer = unsafe { Pin::new_unchecked(&mut *this.timer) };
+                // SAFETY: the caller's promise: the timer stays where it is.
+                let timer = unsafe { Pin::new_unchecked(&mut *self.timer) };
                 match limit {
                     Some(limit) if turn.driver.fired(Some(limit), timer, cx) => limit,
                     _ => return Poll::Pending,
@@ -334,7 +385,7 @@ where
         // set with `timed_out`.
         match (
             turn.driver.after_cut(limit, turn.plan.access()),
-            this.timed_out,
+            self.timed_out,
         ) {
             (None, _) => Poll::Ready(None),
             (Some(cut), Some(into)) => Poll::Ready(Some(Err(into(cut)))),
@@ -344,9 +395,9 @@ where
 }
 
 /// Polls the wait scheduled before an attempt, if any, and clears it once it is over.
-/// Apart from [`Turn::poll`], and kept out of line (LLVM would otherwise inline it, with
-/// the sleeper's poll, into every function's state machine), so that it is compiled once
-/// per sleeper, not per function.
+/// Apart from the turns' polls, and kept out of line (LLVM would otherwise inline it, with
+/// the sleeper's poll, into each of them), so that it is compiled once per sleeper, not per
+/// result type.
 #[inline(never)]
 fn wait_is_pending<S: Sleeper>(
     waiting: &mut Option<Pin<Box<S::Sleep>>>,
@@ -420,15 +471,15 @@ impl Plan<'_, '_> {
 /// Polls a whole-body attempt inside the scope that keeps the D1 calls within from
 /// retrying on their own, tells `plan` of a write made within it (`Plan::after_poll`),
 /// and keeps in `left` the least retryable class of the failures such calls left to it:
-/// the one poll of [`Turn`] and [`TimedTurn`]. Only the attempt's own poll is generic; the
-/// scope is entered and ended by [`PollInside`], out of line.
+/// the one poll of [`Turn`] and [`TimedTurn`]. The attempt is polled through its vtable
+/// ([`PinnedAttempt`]); the scope is entered and ended by [`PollInside`], out of line.
 #[inline(always)]
-fn poll_inside<F: Future>(
+fn poll_inside<T, E>(
     plan: Plan<'_, '_>,
-    attempt: Pin<&mut F>,
+    attempt: PinnedAttempt<'_, T, E>,
     left: &mut Option<FailureClass>,
     cx: &mut Context<'_>,
-) -> Poll<F::Output> {
+) -> Poll<Result<T, E>> {
     let inside = PollInside::enter(plan);
     let poll = attempt.poll(cx);
     inside.end(plan, left);
