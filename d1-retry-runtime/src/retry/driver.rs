@@ -987,19 +987,19 @@ mod tests {
         record.observe_prepared_text(Some("SELECT 1"));
         assert_eq!(record.dynamic_writes(), 0);
         assert_eq!(
-            scope::made_statement("text", |_| panic!("observed")),
+            scope::made_statement("text", (), |_, ()| panic!("observed")),
             "text"
         );
         record.observe_prepared_text(Some("DELETE FROM users"));
         assert_eq!(record.dynamic_writes(), 1);
         assert_eq!(
-            scope::made_statement("text", |_| panic!("observed")),
+            scope::made_statement("text", (), |_, ()| panic!("observed")),
             "text"
         );
         record.observe_prepared_text(None);
         assert_eq!(record.dynamic_writes(), 1, "left to the statement");
         let observed = core::cell::Cell::new(false);
-        scope::made_statement("not text", |_| observed.set(true));
+        scope::made_statement("not text", &observed, |_, observed| observed.set(true));
         assert!(observed.get());
     }
 

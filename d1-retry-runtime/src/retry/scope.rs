@@ -240,11 +240,15 @@ pub(crate) fn prepare_begun(not_text: bool) {
 
 /// The statement a `read_only` body's `prepare` of dynamic SQL made, on its way to the
 /// body: where that SQL was not text, `observe` judges the statement by the SQL it holds
-/// (`Retrying::observe_made`), since the argument could not be read.
+/// (`Retrying::observe_made`), since the argument could not be read, and tells `by` (the
+/// attempt's record, or the function's name where the record cannot be borrowed).
+///
+/// `observe` is a `fn` pointer, not a generic closure, so that this is one function per
+/// statement type and `by`'s type, not one per `prepare` of the body.
 #[inline]
-pub fn made_statement<S, F: FnOnce(&S)>(statement: S, observe: F) -> S {
+pub fn made_statement<S, B>(statement: S, by: B, observe: fn(&S, B)) -> S {
     if prepare_ended() {
-        observe(&statement);
+        observe(&statement, by);
     }
     statement
 }

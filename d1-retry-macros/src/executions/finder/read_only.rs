@@ -383,13 +383,19 @@ impl Finder<'_> {
         let private = &self.names.private;
         let span = expr.span();
         let statement = Ident::new("__d1_retry_statement", Span::mixed_site());
+        let by = Ident::new("__d1_retry_by", Span::mixed_site());
         let site = quote_spanned!(span=> (&&#private::Receiver::of(#statement)).d1_site());
-        let observe = if self.beyond_attempt {
+        // The record or the name the observation goes to is handed in, not captured, so
+        // that the closure is a `fn` pointer and `made_statement` one function per
+        // statement type rather than one per site.
+        let (observe, context) = if self.beyond_attempt {
             let operation = &self.names.operation;
-            quote_spanned!(span=> #site.observe_made_unborrowed(#statement, #operation))
+            let observe = quote_spanned!(span=> #site.observe_made_unborrowed(#statement, #by));
+            (observe, operation.to_token_stream())
         } else {
             let attempt = &self.names.attempt;
-            quote_spanned!(span=> #site.observe_made(#attempt, #statement))
+            let observe = quote_spanned!(span=> #site.observe_made(#by, #statement));
+            (observe, attempt.to_token_stream())
         };
         self.observes_held = true;
         // Built as syntax, not parsed from tokens: the statement's expression keeps the
@@ -397,7 +403,10 @@ impl Finder<'_> {
         let func: Expr = syn::parse_quote_spanned!(span=> #private::made_statement);
         let mut args = Punctuated::new();
         args.push(expr.clone());
-        args.push(Expr::Verbatim(quote_spanned!(span=> |#statement| #observe)));
+        args.push(Expr::Verbatim(context));
+        args.push(Expr::Verbatim(
+            quote_spanned!(span=> |#statement, #by| #observe),
+        ));
         *expr = Expr::Call(syn::ExprCall {
             attrs: Vec::new(),
             func: Box::new(func),
@@ -1378,5 +1387,5 @@ fn is_made(made: &syn::ExprCall) -> bool {
     let runtime = matches!(&*made.func, Expr::Path(path)
         if path.path.segments.last().is_some_and(|s| s.ident == "made_statement")
             && path.path.segments.iter().any(|s| s.ident == "__private"));
-    runtime && made.args.len() == 2 && matches!(made.args.last(), Some(Expr::Verbatim(_)))
+    runtime && made.args.len() == 3 && matches!(made.args.last(), Some(Expr::Verbatim(_)))
 }
