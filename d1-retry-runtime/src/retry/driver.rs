@@ -284,9 +284,7 @@ where
 }
 
 impl<S: Sleeper, E> TurnHead<'_, '_, S, E> {
-    /// One poll of a [`Turn`]: the scheduled wait, then the attempt, polled here rather
-    /// than through a future of its own (one `poll` per function for its attempt, not
-    /// two), then the decision.
+    /// One poll of a [`Turn`]: the scheduled wait, then the attempt.
     fn poll<T>(
         &mut self,
         attempt: PinnedAttempt<'_, T, E>,
@@ -295,6 +293,17 @@ impl<S: Sleeper, E> TurnHead<'_, '_, S, E> {
         if wait_is_pending::<S>(&mut self.driver.waiting, cx) {
             return Poll::Pending;
         }
+        self.attempt(attempt, cx)
+    }
+
+    /// The attempt, polled here rather than through a future of its own (one `poll` per
+    /// function for its attempt, not two), then the decision once it is ready: the part
+    /// of a poll that [`Turn`] and [`TimedTurn`] share after the wait.
+    fn attempt<T>(
+        &mut self,
+        attempt: PinnedAttempt<'_, T, E>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<T, E>>> {
         match poll_inside(self.plan, attempt, &mut self.driver.left, cx) {
             Poll::Ready(result) => Poll::Ready(self.driver.after(result, self.plan, self.classify)),
             Poll::Pending => Poll::Pending,
@@ -368,10 +377,8 @@ impl<S: Sleeper, E> TimedRace<S, E> {
             // The deadline passed before the attempt: it is not made.
             Some(limit) if limit.timer.is_zero() => limit,
             limit => {
-                if let Poll::Ready(result) =
-                    poll_inside(turn.plan, attempt, &mut turn.driver.left, cx)
-                {
-                    return Poll::Ready(turn.driver.after(result, turn.plan, turn.classify));
+                if let Poll::Ready(decided) = turn.attempt(attempt, cx) {
+                    return Poll::Ready(decided);
                 }
                 // SAFETY: the caller's promise: the timer stays where it is.
                 let timer = unsafe { Pin::new_unchecked(&mut *self.timer) };
