@@ -230,19 +230,12 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     // every function with that error type, not a closure per function. An error type that
     // cannot be named in the body (`impl Error`) is found from the error value instead.
     // Spanned at the error type, so an error type the runtime cannot read is reported there.
-    //
-    // Found before the loop, and before the driver is made: a call in the loop is made at
-    // every turn, and each local alive at a call is one more to drop on its unwind path.
-    let mut found = TokenStream::new();
     let classify = if names_a_type(parts.error_type) {
         let error_type = respan(parts.error_type, parts.error_span);
-        let classifier = local("__d1_retry_classify");
-        found = quote_spanned! {parts.error_span=>
-            let #classifier = (&&&&#private::Probe::<#error_type>::NEW).d1_retry_classifier();
-        };
-        classifier.to_token_stream()
+        quote_spanned! {parts.error_span=>
+            (&&&&#private::Probe::<#error_type>::NEW).d1_retry_classifier()
+        }
     } else {
-        // A closure, checked where the turn hands it the error's type.
         let error = local("__d1_retry_error");
         quote_spanned! {parts.error_span=>
             |#error| (&&&&#private::Probe::of(#error)).d1_retry_classifier()(#error)
@@ -261,7 +254,6 @@ fn whole_body_loop(parts: &WholeBody<'_>) -> TokenStream {
     };
     quote! {
         #policy_check
-        #found
         let #name = &#operation;
         let mut #driver = #private::Driver::new(
             #policy,
