@@ -79,8 +79,8 @@ pub(crate) fn check(
     );
     dispatch.set_span(first);
     // `pointer()`'s parentheses end the lookup's receiver where the user's ends.
-    let mut borrowed = Group::new(Delimiter::Parenthesis, TokenStream::new());
-    borrowed.set_span(last);
+    let mut no_arguments = Group::new(Delimiter::Parenthesis, TokenStream::new());
+    no_arguments.set_span(last);
     // A value that is not `()`, which Clippy would see handed to a function.
     let values = call.arguments.iter().map(|&(first, last)| {
         let mut tuple = Group::new(Delimiter::Parenthesis, quote_spanned!(site=> 0,));
@@ -102,7 +102,7 @@ pub(crate) fn check(
         if false {
             #[allow(unused_imports)]
             use #private::{D1CallThroughAPointer as _, ViaOtherPointer as _, ViaPointer as _};
-            #dispatch.pointer #borrowed.#method #arguments;
+            #dispatch.pointer #no_arguments.#method #arguments;
         }
     }
 }
