@@ -25,7 +25,8 @@
 //! - `happy_path_dynamic_sql`: a 100-byte read passed as an argument, which the expansion
 //!   scans where it is prepared, in every attempt, beside the plain call: `d1_retry` retries
 //!   the call on its own, `d1_retry_read_only` the whole body (`#[d1_retry(read_only)]`,
-//!   one turn of the whole-body loop). No runtime entered: no variant has a timer.
+//!   one turn of the whole-body loop), and `backon` the whole body too, with no scan. No
+//!   runtime entered: no variant has a timer (backon's sleeper is never reached).
 //!
 //! The peers retry only what d1-retry would: their condition (`when` for backon, `RetryIf`'s
 //! for tokio-retry2) is d1-retry's `classify` and `should_retry`, so each variant would make
@@ -264,6 +265,7 @@ fn dynamic_sql(c: &mut Criterion) {
         block_on(repo.query_read_only(DYNAMIC_SQL, 7)).ok(),
         expected
     );
+    assert_eq!(block_on(repo.query_backon(DYNAMIC_SQL, 7)).ok(), expected);
 
     let mut group = c.benchmark_group("happy_path_dynamic_sql");
     group.bench_function("plain", |b| {
@@ -274,6 +276,9 @@ fn dynamic_sql(c: &mut Criterion) {
     });
     group.bench_function("d1_retry_read_only", |b| {
         b.iter(|| block_on(repo.query_read_only(black_box(DYNAMIC_SQL), black_box(7))));
+    });
+    group.bench_function("backon", |b| {
+        b.iter(|| block_on(repo.query_backon(black_box(DYNAMIC_SQL), black_box(7))));
     });
     group.finish();
 }

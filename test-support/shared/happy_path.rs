@@ -293,6 +293,15 @@ impl UserRepo<Instant> {
         self.db.prepare(sql).bind(id).first().await
     }
 
+    /// backon's `Retryable` over the same dynamic read, retried whole as the
+    /// `#[d1_retry(read_only)]` body is (backon scans nothing: its condition is the read's).
+    pub async fn query_backon(&self, sql: &str, id: i64) -> Result<Row, DbError> {
+        (|| async move { self.db.prepare(sql).bind(id).first().await })
+            .retry(BACKON_SCHEDULE)
+            .when(retried_like_d1_retry_read)
+            .await
+    }
+
     /// Dynamic SQL vouched for: the whole body retried as a read, the SQL scanned where it
     /// is prepared, to tell a write the body should not have made.
     #[d1_retry(read_only)]
@@ -330,7 +339,7 @@ pub struct FutureSize {
 }
 
 /// `size_of_val` of every future above, for the same call (`id` 7, [`DYNAMIC_SQL`]).
-pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 14] {
+pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 15] {
     let size = |what, bench, bytes| FutureSize { what, bench, bytes };
     [
         size(
@@ -394,6 +403,11 @@ pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 14] {
             "#[d1_retry(read_only)] dynamic read",
             Some("happy_path_dynamic_sql/d1_retry_read_only"),
             size_of_val(&repo.query_read_only(DYNAMIC_SQL, 7)),
+        ),
+        size(
+            "backon dynamic read",
+            Some("happy_path_dynamic_sql/backon"),
+            size_of_val(&repo.query_backon(DYNAMIC_SQL, 7)),
         ),
     ]
 }
