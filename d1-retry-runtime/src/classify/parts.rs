@@ -13,6 +13,7 @@
 //! ([`start_class`]). Parts may overlap (`D1_ERROR: D1_ERROR: ...` is two parts that say
 //! the same), so a part is read from its own bytes, never cut at the next.
 
+use super::head::find;
 use super::vocabulary::{D1_CODE, HEAD_LEN, start_class};
 use crate::FailureClass;
 
@@ -68,11 +69,11 @@ pub(super) fn of_message(message: &[u8]) -> Verdicts {
     verdicts
 }
 
-/// Where the next whole [`D1_CODE`] starts in `bytes`.
+/// Where the next whole [`D1_CODE`] starts in `bytes`: the classifier's one byte search
+/// (`head::find`), which compares the code only where its first byte stands, not a
+/// three-byte window at every byte.
 fn next_code(bytes: &[u8]) -> Option<usize> {
-    bytes
-        .windows(D1_CODE.len())
-        .position(|window| window == D1_CODE.as_bytes())
+    find(bytes, D1_CODE.as_bytes())
 }
 
 /// Matches [`D1_CODE`] in text that arrives one byte at a time, and keeps the byte in front
