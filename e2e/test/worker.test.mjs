@@ -491,7 +491,10 @@ describe("real permanent errors reach the caller after exactly one attempt", () 
 function record(failure, kind, r, db) {
   const seen = d1Lines(r.logs)[0]?.["d1.failure_class"] ?? r.json.class;
   report.push({
-    message: failure.message.replaceAll("|", "\\|"),
+    message: (failure.cause ? `${failure.message} (cause: ${failure.cause})` : failure.message).replaceAll(
+      "|",
+      "\\|",
+    ),
     shape: failure.shape,
     when: failure.when,
     kind,
@@ -508,7 +511,14 @@ function record(failure, kind, r, db) {
  */
 async function injectedCase(kind, failure, when, count) {
   await resetDatabase();
-  injection = { ops: [kind.op], count, when, shape: failure.shape, message: failure.message };
+  injection = {
+    ops: [kind.op],
+    count,
+    when,
+    shape: failure.shape,
+    message: failure.message,
+    cause: failure.cause,
+  };
   let r;
   try {
     r = await kind.send();
@@ -614,6 +624,25 @@ describe("injected failures in the other shapes a JavaScript failure takes", () 
         test(`${message} | ${shape} | ${kind.name}`, () =>
           injectedCase(kind, { message, cls, shape }, when, 2));
       }
+    }
+  }
+});
+
+describe("a D1 message that says nothing leaves the decision to its JavaScript cause", () => {
+  // A bare `D1_ERROR`, the detail in the cause only (wrangler before 3.1.1). `first()` gives
+  // `Error::D1`, whose causes d1-retry reads through JavaScript (code that exists only in
+  // the wasm build); `all()` gives `Error::UnknownJsError`, whose cause is the next link.
+  // D1's words there decide, unless the cause carries a SQLite code: then the query reached
+  // SQLite, and the failure is permanent whatever the words around the code say.
+  const read = KINDS[0];
+  const all = KINDS[1];
+  for (const { cause, cls } of [
+    { cause: "Network connection lost.", cls: "maybe_executed" },
+    { cause: "Network connection lost.: SQLITE_IOERR", cls: "permanent" },
+  ]) {
+    for (const kind of [read, all]) {
+      test(`D1_ERROR caused by ${cause} | ${kind.name}`, () =>
+        injectedCase(kind, { message: "D1_ERROR", cause, cls, shape: "bare" }, "after", 2));
     }
   }
 });

@@ -12,9 +12,12 @@
 //     "when": "before"|"after", // fail (or stall) before the statement runs, or after it ran
 //     "shape": "d1"|"bare"|"string",
 //     "message": "Network connection lost.",
+//     "cause": "UNIQUE constraint failed: ...", // the cause's message (default below)
 //     "stall_ms": 30000 }        // the struck calls hang this long (see below)
 // shape "d1" (default) is what D1 throws: new Error("D1_ERROR: " + message, { cause: new Error(message) });
 // "bare" is new Error(message, { cause: new Error("injected detail") }); "string" throws the message itself.
+// A plan's "cause" replaces the cause's message of "d1" and "bare" ("bare" with the message
+// "D1_ERROR" is what wrangler before 3.1.1 threw, its detail in the cause alone).
 // A stall (`stall_ms`) is D1 hanging, as it does for 30-80 s before its storage object
 // resets. Without a `message` the stalled call then proceeds:
 //   when "before": hang, then run the real statement and answer (D1 slow to start it);
@@ -73,6 +76,7 @@ class Injector {
     this.when = plan.when ?? "before";
     this.shape = plan.shape ?? "d1";
     this.message = plan.message ?? "";
+    this.cause = plan.cause;
     this.stall = plan.stall_ms ?? 0;
     // A stall fails only when the plan names a message; otherwise the call proceeds.
     this.stallFails = plan.message !== undefined;
@@ -83,9 +87,9 @@ class Injector {
   failure() {
     switch (this.shape) {
       case "d1":
-        return new Error(`D1_ERROR: ${this.message}`, { cause: new Error(this.message) });
+        return new Error(`D1_ERROR: ${this.message}`, { cause: new Error(this.cause ?? this.message) });
       case "bare":
-        return new Error(this.message, { cause: new Error("injected detail") });
+        return new Error(this.message, { cause: new Error(this.cause ?? "injected detail") });
       case "string":
         return this.message;
       default:
