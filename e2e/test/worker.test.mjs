@@ -490,11 +490,9 @@ describe("real permanent errors reach the caller after exactly one attempt", () 
 // error it answered with.
 function record(failure, kind, r, db) {
   const seen = d1Lines(r.logs)[0]?.["d1.failure_class"] ?? r.json.class;
+  const message = failure.cause ? `${failure.message} (cause: ${failure.cause})` : failure.message;
   report.push({
-    message: (failure.cause ? `${failure.message} (cause: ${failure.cause})` : failure.message).replaceAll(
-      "|",
-      "\\|",
-    ),
+    message: message.replaceAll("|", "\\|"),
     shape: failure.shape,
     when: failure.when,
     kind,
