@@ -563,11 +563,8 @@ fn drive<S: Sleeper>(
 ) -> Poll<Option<TimedOut>> {
     let started = limits.as_ref().and_then(|limits| limits.started);
     loop {
-        if let Some(wait) = &mut *state.waiting {
-            if wait.as_mut().poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            *state.waiting = None;
+        if state.waiting.is_some() && state.waiting.is_pending(cx) {
+            return Poll::Pending;
         }
         if !state.running {
             state.running = true;

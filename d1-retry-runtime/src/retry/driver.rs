@@ -290,7 +290,7 @@ impl<S: Sleeper, E> TurnHead<'_, '_, S, E> {
         attempt: PinnedAttempt<'_, T, E>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<T, E>>> {
-        if wait_is_pending::<S>(&mut self.driver.waiting, cx) {
+        if self.driver.waiting.is_pending(cx) {
             return Poll::Pending;
         }
         self.attempt(attempt, cx)
@@ -366,7 +366,7 @@ impl<S: Sleeper, E> TimedRace<S, E> {
         attempt: PinnedAttempt<'_, T, E>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<T, E>>> {
-        if wait_is_pending::<S>(&mut turn.driver.waiting, cx) {
+        if turn.driver.waiting.is_pending(cx) {
             return Poll::Pending;
         }
         if !self.started {
@@ -399,24 +399,6 @@ impl<S: Sleeper, E> TimedRace<S, E> {
             (Some(_), None) => Poll::Pending,
         }
     }
-}
-
-/// Polls the wait scheduled before an attempt, if any, and clears it once it is over.
-/// Apart from the turns' polls, and kept out of line (LLVM would otherwise inline it, with
-/// the sleeper's poll, into each of them), so that it is compiled once per sleeper, not per
-/// result type.
-#[inline(never)]
-fn wait_is_pending<S: Sleeper>(
-    waiting: &mut Option<Pin<Box<S::Sleep>>>,
-    cx: &mut Context<'_>,
-) -> bool {
-    if let Some(wait) = waiting {
-        if wait.as_mut().poll(cx).is_pending() {
-            return true;
-        }
-        *waiting = None;
-    }
-    false
 }
 
 /// What the macro learned about a whole-body function: what decides whether an attempt

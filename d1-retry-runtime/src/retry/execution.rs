@@ -132,17 +132,11 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         self.call
     }
 
-    pub(crate) fn poll_waiting(
-        &mut self,
-        waiting: &mut Option<Pin<Box<S::Sleep>>>,
-        cx: &mut Context<'_>,
-    ) -> Poll<()> {
-        if let Some(wait) = waiting
-            && wait.as_mut().poll(cx).is_pending()
-        {
+    /// The wait after a failed attempt, then the count of the next attempt once it is over.
+    pub(crate) fn poll_waiting(&mut self, waiting: &mut Wait<S>, cx: &mut Context<'_>) -> Poll<()> {
+        if waiting.is_pending(cx) {
             return Poll::Pending;
         }
-        *waiting = None;
         self.attempts += 1;
         Poll::Ready(())
     }

@@ -8,9 +8,11 @@
 //! what an annotated read added); when nothing is held, as after every call that
 //! succeeded at once, the drop is one comparison.
 
+use core::future::Future;
 use core::mem::ManuallyDrop;
 use core::ops::{Deref, DerefMut};
 use core::pin::Pin;
+use core::task::Context;
 
 use crate::Sleeper;
 
@@ -62,6 +64,23 @@ impl<T> Drop for Held<T> {
         if self.0.is_some() {
             drop_held(&mut self.0);
         }
+    }
+}
+
+impl<F: Future + ?Sized> Held<Pin<Box<F>>> {
+    /// Polls the wait, if one is held, and lets it go once it is over: whether it is still
+    /// pending. Every loop's wait is polled here (the call-site loop's, the shared loop's,
+    /// a whole-body turn's). Out of line, so that it is compiled once per sleeper rather
+    /// than inlined, with the sleeper's poll, into each retried future's poll.
+    #[inline(never)]
+    pub(crate) fn is_pending(&mut self, cx: &mut Context<'_>) -> bool {
+        if let Some(wait) = &mut *self.0 {
+            if wait.as_mut().poll(cx).is_pending() {
+                return true;
+            }
+            *self.0 = None;
+        }
+        false
     }
 }
 
