@@ -32,13 +32,16 @@
 //! in the user's own error around a `Retry`'s write; [`handed_over`] statements a `read_only`
 //! body hands on to what runs them (`join!`, `timeout`, a path under another name);
 //! [`std_macros`] executions inside `matches!`; [`invalid_inner_policies`] a call under a
-//! policy `validate()` refuses, inside an attempt that runs again.
+//! policy `validate()` refuses, inside an attempt that runs again; [`deref_fields`]
+//! statements reached through a field behind a `Deref` of the user's, which may name another
+//! statement by the time the call is retried.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
 mod client_text;
 mod concurrency;
 mod decoded_rows;
+mod deref_fields;
 mod errors;
 mod generic_repos;
 mod handed_over;

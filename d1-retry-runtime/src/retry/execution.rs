@@ -83,6 +83,29 @@ impl<'c, S: Sleeper> Execution<'c, S> {
     #[inline(always)]
     pub fn again(&mut self, (): ()) {}
 
+    /// Before the next attempt of a call whose receiver is a field (`self.jobs.stmt`): each
+    /// attempt evaluates it again, and through a `Deref` of the user's on the way
+    /// (`self.jobs` a cursor) it may name another statement than the one the access was
+    /// judged on, whose address `at` holds. Then the next attempt is that statement's
+    /// first, and its failures are judged by the SQL it holds, read now: retried under the
+    /// first statement's access, a write could run twice.
+    pub fn again_at<R: D1Receiver + ?Sized, C: D1Call>(
+        &mut self,
+        (): (),
+        at: &mut usize,
+        receiver: &R,
+        own: C,
+    ) {
+        let now = core::ptr::from_ref(receiver).addr();
+        if now != *at {
+            *at = now;
+            let access = Retrying.access(Access::Unseen, receiver, own);
+            crate::retry::scope::settle_write(self.access);
+            crate::retry::scope::begin_write(access);
+            self.access = access;
+        }
+    }
+
     /// Keeps the arguments for every attempt: each takes a clone ([`take`](Self::take)).
     #[inline(always)]
     pub fn keep<A: Clone>(&self, args: A) -> A {
@@ -215,6 +238,12 @@ impl PlainExecution {
     /// call that moves its receiver compile (see the module).
     #[inline(always)]
     pub fn again(&mut self, never: Never) -> ! {
+        match never {}
+    }
+
+    /// Never called, as [`again`](Self::again).
+    #[inline(always)]
+    pub fn again_at<R: ?Sized, C>(&mut self, never: Never, _at: &mut usize, _: &R, _: C) -> ! {
         match never {}
     }
 

@@ -175,6 +175,8 @@ impl Finder<'_> {
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
+        let at = Ident::new("__d1_retry_at", Span::mixed_site());
+        let rebinds = place && matches!(strip_parens(&call.receiver), Expr::Field(_));
         // The receiver's type decides whether the call is D1's (`D1Receiver::D1_CALLS`), which
         // a pointer passes on from the type it points to: the user's method lookup repeated
         // on it, in code that never runs, refuses a method of the user's for the pointer
@@ -199,9 +201,37 @@ impl Finder<'_> {
                 // reported there. The outer `match` runs from the receiver to the method,
                 // as the call written with its `.await` would, for diagnostics about the
                 // value (`?` on it).
-                let begin = quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver)).d1_site()
-                        .#begin_method(#call_ident, #access, &#receiver, #own)
+                // A field (`self.jobs.stmt`) is evaluated again by each attempt, and through
+                // a `Deref` of the user's on the way it may name another statement by then:
+                // the site is begun on one evaluation, whose address the loop keeps, and
+                // the statement a later one names, if another, is judged anew (the
+                // runtime's `again_at`). Bound in a block, so that no borrow of it is held
+                // across the loop's await.
+                let (begin, started, again_call) = if rebinds {
+                    let place = Ident::new("__d1_retry_place", Span::mixed_site());
+                    (
+                        quote_spanned! {span=>
+                            {
+                                let #place = &#receiver;
+                                (
+                                    (&&#private::Receiver::of(#place)).d1_site()
+                                        .#begin_method(#call_ident, #access, #place, #own),
+                                    ::core::ptr::from_ref(#place).addr(),
+                                )
+                            }
+                        },
+                        quote_spanned!(span=> (mut #execution, mut #at)),
+                        quote_spanned!(span=> #execution.again_at(#again, &mut #at, &#receiver, #own)),
+                    )
+                } else {
+                    (
+                        quote_spanned! {span=>
+                            (&&#private::Receiver::of(&#receiver)).d1_site()
+                                .#begin_method(#call_ident, #access, &#receiver, #own)
+                        },
+                        quote_spanned!(span=> mut #execution),
+                        quote_spanned!(span=> #execution.again(#again)),
+                    )
                 };
                 let attempt = quote_spanned! {span=>
                     #execution.#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
@@ -214,12 +244,12 @@ impl Finder<'_> {
                     quote_spanned! {span=>
                         {
                             #[allow(clippy::never_loop)]
-                            mut #execution => {
+                            #started => {
                                 #check
                                 loop {
                                     match #attempt {
                                         ::core::ops::ControlFlow::Break(#result) => break #result,
-                                        ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                                        ::core::ops::ControlFlow::Continue(#again) => #again_call,
                                     }
                                 }
                             }
@@ -240,14 +270,14 @@ impl Finder<'_> {
                         {
                             #kept => match #begin {
                                 #[allow(clippy::never_loop)]
-                                mut #execution => {
+                                #started => {
                                     #check
                                     let mut #kept = #execution.keep(#kept);
                                     loop {
                                         #take
                                         match #attempt {
                                             ::core::ops::ControlFlow::Break(#result) => break #result,
-                                            ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                                            ::core::ops::ControlFlow::Continue(#again) => #again_call,
                                         }
                                     }
                                 }
