@@ -91,6 +91,12 @@ impl Finder<'_> {
             _ => self.statement(&mut call.receiver, scan_into, &mut statements),
         }
         let own = own_call(&self.names.private, &method, span);
+        // The calls whose SQL the receiver holds (a statement's), not the arguments (a
+        // database's `batch`, `exec`, `dump`).
+        let sql_in_receiver = matches!(
+            method.as_str(),
+            "first" | "all" | "run" | "raw" | "raw_js_value"
+        );
         // A `batch` of a list out of sight: its one argument is bound (`kept`, or the first
         // of the stored execution's tuple) before the execution begins, so the statements it
         // holds can be read there.
@@ -176,7 +182,8 @@ impl Finder<'_> {
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
         let at = Ident::new("__d1_retry_at", Span::mixed_site());
-        let rebinds = place && matches!(strip_parens(&call.receiver), Expr::Field(_));
+        let rebinds =
+            sql_in_receiver && place && matches!(strip_parens(&call.receiver), Expr::Field(_));
         // The receiver's type decides whether the call is D1's (`D1Receiver::D1_CALLS`), which
         // a pointer passes on from the type it points to: the user's method lookup repeated
         // on it, in code that never runs, refuses a method of the user's for the pointer
@@ -201,12 +208,13 @@ impl Finder<'_> {
                 // reported there. The outer `match` runs from the receiver to the method,
                 // as the call written with its `.await` would, for diagnostics about the
                 // value (`?` on it).
-                // A field (`self.jobs.stmt`) is evaluated again by each attempt, and through
-                // a `Deref` of the user's on the way it may name another statement by then:
-                // the site is begun on one evaluation, whose address the loop keeps, and
-                // the statement a later one names, if another, is judged anew (the
-                // runtime's `again_at`). Bound in a block, so that no borrow of it is held
-                // across the loop's await.
+                // A statement in a field (`self.jobs.stmt`) is evaluated again by each
+                // attempt, and through a `Deref` of the user's on the way it may name
+                // another statement by then: the site is begun on one evaluation, whose
+                // address the loop keeps, and the statement a later one names, if another,
+                // is judged anew (the runtime's `again_at`). Bound in a block, so that no
+                // borrow of it is held across the loop's await. A database in a field
+                // needs none of it: its calls' SQL is in their arguments, evaluated once.
                 let (begin, started, again_call) = if rebinds {
                     let place = Ident::new("__d1_retry_place", Span::mixed_site());
                     (
