@@ -20,10 +20,11 @@ pub use crate::dispatch::unseen_output::{
     Output, UnseenMark, ViaOtherOutput, ViaResultFuture, unseen_mark, unseen_output,
 };
 pub use crate::read_only::{is_read_only, is_read_only_prepared};
-pub use crate::retry::call::{Call, TimedCall, execute, execute_timed};
+pub use crate::retry::call::{Call, MakeAttempt, TimedCall, execute, execute_timed};
 pub use crate::retry::decide::Access;
 pub use crate::retry::driver::{Attempt, Driver, Plan, TimedTurn, Turn};
 pub use crate::retry::execution::{Attempting, Execution, Once, PlainExecution};
+pub use crate::retry::follow::{Follow, Following};
 pub use crate::retry::limits::{Begin, Limits, checked_policy, limited};
 pub use crate::retry::operation::OperationName;
 pub use crate::retry::scope::{

@@ -2,7 +2,9 @@
 //! `jobs` a cursor or a tracking handle). Each attempt evaluates the field again, as the
 //! call is written, so the `Deref` runs again and may name another statement by then: the
 //! next attempt is then that statement's, judged by its own SQL, never retried under the
-//! access of the one the call began on.
+//! access of the one the call began on: in the loop an awaited call is written into, and
+//! in the runtime's loop of a call's future kept and awaited later, with and without time
+//! limits.
 
 use core::cell::Cell;
 use core::ops::Deref;
@@ -47,7 +49,34 @@ impl Jobs {
     async fn current_timed(&self) -> Result<usize, Error> {
         Ok(self.cursor.stmt.all().await?.rows().len())
     }
+
+    /// The call's future kept, then awaited: the runtime's loop, which makes each attempt
+    /// from a closure.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn current_kept(&self) -> Result<usize, Error> {
+        let rows = self.cursor.stmt.all();
+        Ok(rows.await?.rows().len())
+    }
+
+    /// The same under time limits.
+    #[d1_retry(policy = NO_BUDGET, attempt_timeout_ms = 2000)]
+    async fn current_kept_timed(&self) -> Result<usize, Error> {
+        let rows = self.cursor.stmt.all();
+        Ok(rows.await?.rows().len())
+    }
+
+    /// Each shape of the call: awaited where made or kept, without and with time limits.
+    async fn shape(&self, shape: usize) -> Result<usize, Error> {
+        match shape {
+            0 => self.current().await,
+            1 => self.current_timed().await,
+            2 => self.current_kept().await,
+            _ => self.current_kept_timed().await,
+        }
+    }
 }
+
+const SHAPES: usize = 4;
 
 /// `Jobs` over a read, then `second`, both already bound.
 fn jobs(db: &D1Database, second: D1PreparedStatement) -> Jobs {
@@ -64,28 +93,24 @@ fn jobs(db: &D1Database, second: D1PreparedStatement) -> Jobs {
     }
 }
 
-/// Runs `jobs.current()` (or `current_timed()`), the cursor moving on 50 ms in, while its
-/// first retry waits (the schedule's first wait is at least 160 ms).
-async fn current_moving_on(jobs: &Jobs, timed: bool) -> Result<usize, Error> {
+/// Runs `jobs.shape(shape)`, the cursor moving on 50 ms in, while its first retry waits
+/// (the schedule's first wait is at least 160 ms).
+async fn current_moving_on(jobs: &Jobs, shape: usize) -> Result<usize, Error> {
     let move_on = async {
         tokio::time::sleep(Duration::from_millis(50)).await;
         jobs.cursor.at.set(1);
     };
-    if timed {
-        tokio::join!(jobs.current_timed(), move_on).0
-    } else {
-        tokio::join!(jobs.current(), move_on).0
-    }
+    tokio::join!(jobs.shape(shape), move_on).0
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_write_the_field_names_by_the_retry_is_judged_as_a_write() {
-    for timed in [false, true] {
-        a_write_named_by_the_retry(timed).await;
+    for shape in 0..SHAPES {
+        a_write_named_by_the_retry(shape).await;
     }
 }
 
-async fn a_write_named_by_the_retry(timed: bool) {
+async fn a_write_named_by_the_retry(shape: usize) {
     let db = database();
     let insert = db.prepare(INSERT_ITEM).bind(&["cursor".into()]).unwrap();
     let jobs = jobs(&db, insert);
@@ -102,12 +127,12 @@ async fn a_write_named_by_the_retry(timed: bool) {
             .when_sql_contains("INSERT")
             .times(1),
     );
-    let result = current_moving_on(&jobs, timed).await;
-    assert!(result.is_err(), "timed: {timed}, {result:?}");
+    let result = current_moving_on(&jobs, shape).await;
+    assert!(result.is_err(), "shape {shape}, {result:?}");
     assert_eq!(
         rows(&db, "orders"),
         1,
-        "the INSERT ran once (timed: {timed})"
+        "the INSERT ran once (shape {shape})"
     );
     let inserts = db
         .calls()
@@ -118,17 +143,17 @@ async fn a_write_named_by_the_retry(timed: bool) {
                 .any(|(sql, _)| sql.contains("INSERT"))
         })
         .count();
-    assert_eq!(inserts, 1, "timed: {timed}, {:#?}", db.calls());
+    assert_eq!(inserts, 1, "shape {shape}, {:#?}", db.calls());
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_read_the_field_names_by_the_retry_is_still_retried() {
-    for timed in [false, true] {
-        a_read_named_by_the_retry(timed).await;
+    for shape in 0..SHAPES {
+        a_read_named_by_the_retry(shape).await;
     }
 }
 
-async fn a_read_named_by_the_retry(timed: bool) {
+async fn a_read_named_by_the_retry(shape: usize) {
     let db = database();
     let read = db.prepare("SELECT item FROM orders");
     let jobs = jobs(&db, read);
@@ -143,11 +168,11 @@ async fn a_read_named_by_the_retry(timed: bool) {
         );
     }
     assert_eq!(
-        current_moving_on(&jobs, timed).await.ok(),
+        current_moving_on(&jobs, shape).await.ok(),
         Some(0),
-        "timed: {timed}"
+        "shape {shape}"
     );
-    assert_eq!(db.calls().len(), 3, "timed: {timed}, {:#?}", db.calls());
+    assert_eq!(db.calls().len(), 3, "shape {shape}, {:#?}", db.calls());
 }
 
 /// A handle that counts its uses, as a metrics wrapper would.

@@ -17,9 +17,10 @@ use std::rc::Rc;
 use std::sync::{Arc, MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::classify::failure::Failure;
-use crate::retry::call::{Call, TimedCall, execute, execute_timed};
+use crate::retry::call::{Call, MakeAttempt, TimedCall, execute, execute_timed};
 use crate::retry::decide::Access;
 use crate::retry::driver::Attempt;
+use crate::retry::follow::{Follow, Following};
 use crate::retry::operation::OperationName;
 use crate::schedule::timeout::TimedOut;
 use crate::{Sleeper, is_read_only, is_read_only_prepared};
@@ -376,6 +377,48 @@ impl Retrying {
         execute(call, access, args, attempt, E::d1_failure)
     }
 
+    /// [`run`](Self::run) for a statement in a field: `attempt` is also handed the
+    /// [`Follow`] it tells the receiver it is made on ([`follow`](Self::follow)), so that
+    /// an attempt on another statement is judged by that statement's SQL.
+    #[inline(always)]
+    pub fn run_following<'c, S, A, F, Fut, T, E>(
+        self,
+        call: &'c Call<'c, S>,
+        args: A,
+        access: Access,
+        attempt: F,
+    ) -> impl Future<Output = Result<T, E>> + use<'c, S, A, F, Fut, T, E>
+    where
+        S: Sleeper,
+        A: Clone,
+        F: FnMut(A, &mut Follow) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: ExecutionError,
+    {
+        execute(call, access, args, Following::new(attempt), E::d1_failure)
+    }
+
+    /// [`execute`](Self::execute) for a statement in a field (see
+    /// [`run_following`](Self::run_following)).
+    #[inline(always)]
+    pub fn execute_following<'c, K, A, F, Fut>(
+        self,
+        call: &'c K,
+        args: A,
+        access: Access,
+        attempt: F,
+    ) -> Pending<'c, K, A, Following<F>>
+    where
+        F: FnMut(A, &mut Follow) -> Fut,
+    {
+        Pending {
+            call,
+            access,
+            args,
+            attempt: Following::new(attempt),
+        }
+    }
+
     /// Makes `attempt(args)`, retried as `access` allows.
     #[inline(always)]
     pub fn execute<'c, K, A, F, Fut>(
@@ -420,7 +463,7 @@ impl<'c, S, A, F> Pending<'c, TimedCall<'c, S>, A, F> {
     where
         S: Sleeper,
         A: Clone,
-        F: FnMut(A) -> Fut,
+        F: MakeAttempt<A, Future = Fut>,
         Fut: Future<Output = Result<T, E>>,
         C: for<'e> FnMut(&'e E) -> Failure<'e>,
     {
@@ -638,6 +681,30 @@ impl Plain {
         attempt: impl FnOnce(A) -> R,
     ) -> Unretried<R> {
         Unretried(attempt(args))
+    }
+
+    /// Makes `attempt(args)` once, with nothing to follow.
+    #[inline(always)]
+    pub fn run_following<S, A, R>(
+        self,
+        _call: &Call<'_, S>,
+        args: A,
+        _access: Access,
+        attempt: impl FnOnce(A, &mut Follow) -> R,
+    ) -> R {
+        attempt(args, &mut Follow::default())
+    }
+
+    /// Makes `attempt(args)` once, with nothing to follow.
+    #[inline(always)]
+    pub fn execute_following<K, A, R>(
+        self,
+        _call: &K,
+        args: A,
+        _access: Access,
+        attempt: impl FnOnce(A, &mut Follow) -> R,
+    ) -> Unretried<R> {
+        Unretried(attempt(args, &mut Follow::default()))
     }
 }
 

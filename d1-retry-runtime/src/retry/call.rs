@@ -26,6 +26,7 @@ use core::time::Duration;
 use crate::classify::failure::Failure;
 use crate::log;
 use crate::retry::decide::{Access, Facts, decide};
+use crate::retry::follow::{Follow, Following};
 use crate::retry::operation::OperationName;
 use crate::retry::scope;
 use crate::schedule::jitter;
@@ -350,7 +351,7 @@ pub async fn execute<S, A, F, Fut, T, E, C>(
 where
     S: Sleeper,
     A: Clone,
-    F: FnMut(A) -> Fut,
+    F: MakeAttempt<A, Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     C: for<'e> FnMut(&'e E) -> Failure<'e>,
 {
@@ -393,7 +394,7 @@ pub async fn execute_timed<S, A, F, Fut, T, E, C>(
 where
     S: Sleeper,
     A: Clone,
-    F: FnMut(A) -> Fut,
+    F: MakeAttempt<A, Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     C: for<'e> FnMut(&'e E) -> Failure<'e>,
 {
@@ -458,6 +459,49 @@ trait Attempts {
     fn stop(&mut self);
     /// The failure of the attempt that failed last.
     fn failure(&mut self) -> Failure<'_>;
+    /// The access of the statement the attempt just started was made on, if it is another
+    /// than the last attempt's (see [`Following`]).
+    fn moved(&mut self) -> Option<Access>;
+}
+
+/// How a site makes each attempt's future from a clone of its arguments: a closure, or a
+/// closure that is also handed the receiver it is made on to follow ([`Following`]).
+pub trait MakeAttempt<A> {
+    /// The attempt's future.
+    type Future;
+    /// Makes the next attempt.
+    fn make(&mut self, args: A) -> Self::Future;
+    /// The access of the statement the attempt just made was made on, if it is another
+    /// than the last attempt's: taken once.
+    fn moved(&mut self) -> Option<Access>;
+}
+
+impl<A, F: FnMut(A) -> Fut, Fut> MakeAttempt<A> for F {
+    type Future = Fut;
+
+    #[inline(always)]
+    fn make(&mut self, args: A) -> Fut {
+        self(args)
+    }
+
+    #[inline(always)]
+    fn moved(&mut self) -> Option<Access> {
+        None
+    }
+}
+
+impl<A, F: FnMut(A, &mut Follow) -> Fut, Fut> MakeAttempt<A> for Following<F> {
+    type Future = Fut;
+
+    #[inline(always)]
+    fn make(&mut self, args: A) -> Fut {
+        (self.attempt)(args, &mut self.follow)
+    }
+
+    #[inline(always)]
+    fn moved(&mut self) -> Option<Access> {
+        self.follow.take_moved()
+    }
 }
 
 /// What carries over between polls of one execution: how to make its attempts.
@@ -479,14 +523,18 @@ struct Attempt<'a, 's, A, F, Fut, C, T, E> {
 impl<A, F, Fut, C, T, E> Attempts for Attempt<'_, '_, A, F, Fut, C, T, E>
 where
     A: Clone,
-    F: FnMut(A) -> Fut,
+    F: MakeAttempt<A, Future = Fut>,
     Fut: Future<Output = Result<T, E>>,
     C: for<'e> FnMut(&'e E) -> Failure<'e>,
 {
     fn start(&mut self) {
         // Each attempt gets its own clone of the arguments.
-        let attempt = (self.site.attempt)(self.site.args.clone());
+        let attempt = self.site.attempt.make(self.site.args.clone());
         self.site.slot.set(Some(attempt));
+    }
+
+    fn moved(&mut self) -> Option<Access> {
+        self.site.attempt.moved()
     }
 
     fn poll_attempt(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
@@ -534,6 +582,9 @@ struct State<S: Sleeper> {
     running: bool,
     /// The wait before the next attempt (on the heap: see [`Call::wait`]).
     waiting: Wait<S>,
+    /// The access of the statement the attempts are made on now, when it is another than
+    /// the one the execution began on ([`Attempts::moved`]).
+    moved: Option<Access>,
 }
 
 impl<S: Sleeper> State<S> {
@@ -543,6 +594,7 @@ impl<S: Sleeper> State<S> {
             limit: None,
             running: false,
             waiting: Held::none(),
+            moved: None,
         }
     }
 }
@@ -556,7 +608,7 @@ impl<S: Sleeper> State<S> {
 fn drive<S: Sleeper>(
     call: &Call<'_, S>,
     mut limits: Option<Limits<'_, S::Sleep>>,
-    access: Access,
+    begun: Access,
     state: &mut State<S>,
     site: &mut dyn Attempts,
     cx: &mut Context<'_>,
@@ -566,6 +618,7 @@ fn drive<S: Sleeper>(
         if state.waiting.is_some() && state.waiting.is_pending(cx) {
             return Poll::Pending;
         }
+        let mut access = state.moved.unwrap_or(begun);
         if !state.running {
             state.running = true;
             state.attempts += 1;
@@ -580,6 +633,13 @@ fn drive<S: Sleeper>(
                 None => None,
             };
             site.start();
+            if let Some(moved) = site.moved() {
+                // Another statement than the last attempt's: counted in flight as it.
+                scope::settle_write(access);
+                scope::begin_write(moved);
+                state.moved = Some(moved);
+                access = moved;
+            }
             // The last attempt's timer, if it failed before its timer fired.
             if let Some(limits) = &mut limits {
                 limits.timer.set(None);

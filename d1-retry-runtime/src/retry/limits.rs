@@ -22,7 +22,7 @@ use core::marker::PhantomData;
 
 use crate::classify::failure::Failure;
 use crate::dispatch::receiver::{ExecutionError, Pending, Retrying};
-use crate::retry::call::{Call, TimedCall, execute};
+use crate::retry::call::{Call, MakeAttempt, TimedCall, execute};
 use crate::retry::decide::Access;
 use crate::retry::driver::{Driver, Plan, TimedTurn, Turn};
 use crate::retry::execution::{Attempting, Execution};
@@ -172,7 +172,7 @@ impl<'c, S, A, F> Pending<'c, Call<'c, S>, A, F> {
     where
         S: Sleeper,
         A: Clone,
-        F: FnMut(A) -> Fut,
+        F: MakeAttempt<A, Future = Fut>,
         Fut: Future<Output = Result<T, E>>,
         C: for<'e> FnMut(&'e E) -> Failure<'e>,
     {

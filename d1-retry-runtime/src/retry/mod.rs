@@ -4,7 +4,8 @@
 //! - [`call`]: one call of an annotated function, whose D1 executions share a schedule;
 //!   [`execution`] and [`timed_execution`]: the loop of one execution, without and with
 //!   time limits; [`limits`]: which of the two a function with `policy = PATH` compiles,
-//!   from the constant's value.
+//!   from the constant's value; [`follow`]: a statement in a field, which each attempt
+//!   evaluates again, followed to the statement it names.
 //! - [`driver`]: the loop of a whole attempt, shared by [`standalone`]'s
 //!   [`Retry`](crate::Retry) and the `read_only` and `idempotent` bodies.
 //! - [`scope`]: whether code runs inside an attempt that is retried as a whole, so that
@@ -18,6 +19,7 @@ pub(crate) mod call;
 pub(crate) mod decide;
 pub(crate) mod driver;
 pub(crate) mod execution;
+pub(crate) mod follow;
 pub(crate) mod limits;
 pub(crate) mod operation;
 pub(crate) mod scope;

@@ -313,16 +313,41 @@ impl Finder<'_> {
                 } else {
                     (quote!((#(#values,)*)), None)
                 };
+                // A statement in a field: each attempt hands the runtime the receiver it is
+                // made on, to follow it to another statement the field may name by then
+                // (the awaited loop's `again_at`, above).
+                let (execute, run, attempt) = if rebinds {
+                    let follow = Ident::new("__d1_retry_follow", Span::mixed_site());
+                    (
+                        Ident::new("execute_following", span),
+                        Ident::new("run_following", span),
+                        quote_spanned! {span=>
+                            |(#(#args,)*), #follow| {
+                                (&&#private::Receiver::of(&#receiver)).d1_site()
+                                    .follow(#follow, &#receiver, #own);
+                                #receiver #dot #name #turbofish (#(#args),*)
+                            }
+                        },
+                    )
+                } else {
+                    (
+                        Ident::new("execute", span),
+                        Ident::new("run", span),
+                        quote_spanned! {span=>
+                            |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*)
+                        },
+                    )
+                };
                 let site = if let Some(classify) = &timed {
                     quote_spanned! {span=>
                         (&&#private::Receiver::of(&#receiver)).d1_site()
-                            .execute(#call_ident, #arguments, #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                            .#execute(#call_ident, #arguments, #access, #attempt)
                             #classify
                     }
                 } else {
                     quote_spanned! {span=>
                         (&&#private::Receiver::of(&#receiver)).d1_site()
-                            .run(#call_ident, #arguments, #access, |(#(#args,)*)| #receiver #dot #name #turbofish (#(#args),*))
+                            .#run(#call_ident, #arguments, #access, #attempt)
                     }
                 };
                 let site = match read_list {
