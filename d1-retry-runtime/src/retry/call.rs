@@ -634,9 +634,7 @@ fn drive<S: Sleeper>(
             };
             site.start();
             if let Some(moved) = site.moved() {
-                // Another statement than the last attempt's: counted in flight as it.
-                scope::settle_write(access);
-                scope::begin_write(moved);
+                scope::switch_write(access, moved);
                 state.moved = Some(moved);
                 access = moved;
             }

@@ -96,12 +96,8 @@ impl<'c, S: Sleeper> Execution<'c, S> {
         receiver: &R,
         own: C,
     ) {
-        let now = core::ptr::from_ref(receiver).addr();
-        if now != *at {
-            *at = now;
-            let access = Retrying.access(Access::Unseen, receiver, own);
-            crate::retry::scope::settle_write(self.access);
-            crate::retry::scope::begin_write(access);
+        if let Some(access) = crate::retry::follow::moved(at, receiver, own) {
+            crate::retry::scope::switch_write(self.access, access);
             self.access = access;
         }
     }

@@ -35,10 +35,7 @@ impl Follow {
 }
 
 impl Retrying {
-    /// As an attempt is made on `receiver`: if it is another place than the last
-    /// attempt's, its statement is judged now (as `begin` judged the first, by
-    /// [`access`](Self::access), the SQL it holds read since the site's own verdict was
-    /// for another statement).
+    /// As an attempt is made on `receiver`: see [`moved`].
     #[inline(always)]
     pub fn follow<R: D1Receiver + ?Sized, C: D1Call>(
         self,
@@ -46,12 +43,25 @@ impl Retrying {
         receiver: &R,
         own: C,
     ) {
-        let now = core::ptr::from_ref(receiver).addr();
-        if follow.at != 0 && now != follow.at {
-            follow.moved = Some(self.access(Access::Unseen, receiver, own));
+        if let Some(access) = moved(&mut follow.at, receiver, own) {
+            follow.moved = Some(access);
         }
-        follow.at = now;
     }
+}
+
+/// Whether `receiver` is another place than the last attempt's, whose address `at` holds
+/// (0 before the first: nothing to compare); then `at` becomes its address, and its
+/// statement's access is judged now, as `begin` judged the first (by
+/// [`Retrying::access`], the SQL it holds read, since the site's own verdict was for
+/// another statement).
+pub(crate) fn moved<R: D1Receiver + ?Sized, C: D1Call>(
+    at: &mut usize,
+    receiver: &R,
+    own: C,
+) -> Option<Access> {
+    let now = core::ptr::from_ref(receiver).addr();
+    let before = core::mem::replace(at, now);
+    (before != 0 && before != now).then(|| Retrying.access(Access::Unseen, receiver, own))
 }
 
 impl Plain {

@@ -128,6 +128,13 @@ pub(crate) fn settle_write(access: Access) {
     }
 }
 
+/// An execution goes on with another statement than it began on (`follow.rs`): it is
+/// counted in flight as the statement it runs now.
+pub(crate) fn switch_write(from: Access, to: Access) {
+    settle_write(from);
+    begin_write(to);
+}
+
 /// The executions that may write begun and settled on this thread when it was taken: an
 /// attempt takes one before each poll, and learns after it how many of its own executions
 /// the poll left in flight ([`since`](Self::since)).

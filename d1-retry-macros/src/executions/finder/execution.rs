@@ -215,7 +215,7 @@ impl Finder<'_> {
                 // is judged anew (the runtime's `again_at`). Bound in a block, so that no
                 // borrow of it is held across the loop's await. A database in a field
                 // needs none of it: its calls' SQL is in their arguments, evaluated once.
-                let (begin, started, again_call) = if rebinds {
+                let (begin, begun, again_call) = if rebinds {
                     let place = Ident::new("__d1_retry_place", Span::mixed_site());
                     (
                         quote_spanned! {span=>
@@ -252,7 +252,7 @@ impl Finder<'_> {
                     quote_spanned! {span=>
                         {
                             #[allow(clippy::never_loop)]
-                            #started => {
+                            #begun => {
                                 #check
                                 loop {
                                     match #attempt {
@@ -278,7 +278,7 @@ impl Finder<'_> {
                         {
                             #kept => match #begin {
                                 #[allow(clippy::never_loop)]
-                                #started => {
+                                #begun => {
                                     #check
                                     let mut #kept = #execution.keep(#kept);
                                     loop {
