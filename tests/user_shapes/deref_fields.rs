@@ -3,8 +3,8 @@
 //! call is written, so the `Deref` runs again and may name another statement by then: the
 //! next attempt is then that statement's, judged by its own SQL, never retried under the
 //! access of the one the call began on: in the loop an awaited call is written into, and
-//! in the runtime's loop of a call's future kept and awaited later, with and without time
-//! limits.
+//! in the runtime's loop of a call's future kept and awaited later or joined, with and
+//! without time limits.
 
 use core::cell::Cell;
 use core::ops::Deref;
@@ -65,18 +65,27 @@ impl Jobs {
         Ok(rows.await?.rows().len())
     }
 
-    /// Each shape of the call: awaited where made or kept, without and with time limits.
+    /// The call's future joined with another: the runtime's loop as well.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn current_joined(&self) -> Result<usize, Error> {
+        let (rows, ()) = tokio::join!(self.cursor.stmt.all(), tokio::task::yield_now());
+        Ok(rows?.rows().len())
+    }
+
+    /// Each shape of the call: awaited where made, kept or joined, without and with time
+    /// limits.
     async fn shape(&self, shape: usize) -> Result<usize, Error> {
         match shape {
             0 => self.current().await,
             1 => self.current_timed().await,
             2 => self.current_kept().await,
-            _ => self.current_kept_timed().await,
+            3 => self.current_kept_timed().await,
+            _ => self.current_joined().await,
         }
     }
 }
 
-const SHAPES: usize = 4;
+const SHAPES: usize = 5;
 
 /// `Jobs` over a read, then `second`, both already bound.
 fn jobs(db: &D1Database, second: D1PreparedStatement) -> Jobs {
