@@ -313,7 +313,7 @@ fn untimed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) 
                 &mut #driver, #attempt_body, #plan, #classify, ::core::option::Option::None,
             )
         },
-        None => quote!(#driver.turn(#attempt_body, #plan, #classify)),
+        None => quote!((&mut #driver).turn(#attempt_body, #plan, #classify)),
     };
     quote! {
         if let ::core::option::Option::Some(#result) = #turn.await {
@@ -347,7 +347,7 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
         Some(limits) => {
             quote!(#limits.turn(&mut #driver, #attempt_body, #plan, #classify, #timed_out))
         }
-        None => quote!(#driver.turn_timed(#attempt_body, #plan, #classify, #timed_out)),
+        None => quote!((&mut #driver).turn_timed(#attempt_body, #plan, #classify, #timed_out)),
     };
     quote! {
         if let ::core::option::Option::Some(#result) = #turn.await {

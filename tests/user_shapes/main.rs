@@ -34,7 +34,8 @@
 //! [`std_macros`] executions inside `matches!`; [`invalid_inner_policies`] a call under a
 //! policy `validate()` refuses, inside an attempt that runs again; [`deref_fields`]
 //! statements reached through a field behind a `Deref` of the user's, which may name another
-//! statement by the time the call is retried.
+//! statement by the time the call is retried; [`extension_traits`] an extension trait of the
+//! user's for every type, with methods named like those the expansion calls.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
 
@@ -43,6 +44,7 @@ mod concurrency;
 mod decoded_rows;
 mod deref_fields;
 mod errors;
+mod extension_traits;
 mod generic_repos;
 mod handed_over;
 mod harness;

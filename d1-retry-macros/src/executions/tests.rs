@@ -799,7 +799,7 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
     assert!(code.contains("SqlSlot :: new ()"), "{code}");
     // ...and the slot is read into the execution's access.
     assert!(
-        code.contains("begin_on (call , __d1_retry_sql_call_1 . access () ,"),
+        code.contains("begin_on (call , (& __d1_retry_sql_call_1) . access () ,"),
         "{code}"
     );
 
@@ -819,7 +819,7 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
     let next = code.find("let t =").expect(&code);
     assert!(bound < read && read < next, "{code}");
     assert_eq!(
-        code.matches("__d1_retry_sql_s_1 . access ()").count(),
+        code.matches("(& __d1_retry_sql_s_1) . access ()").count(),
         1,
         "{code}"
     );

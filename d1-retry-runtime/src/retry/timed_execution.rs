@@ -83,9 +83,42 @@ impl<'c, S: Sleeper> TimedExecution<'c, S> {
             attempt: Some(attempt),
         }
     }
+
+    // The loop's other steps, the untimed execution's. Inherent here rather than reached
+    // through `Deref`: the expansion calls them on `&mut` or `&` of this type, and a
+    // method found only after a deref loses to a method of the same name of any trait the
+    // user has in scope for every type (`extension_traits.rs`).
+
+    /// [`Execution::again`].
+    #[inline(always)]
+    pub fn again(&mut self, (): ()) {}
+
+    /// [`Execution::again_at`].
+    #[inline(always)]
+    pub fn again_at<R: D1Receiver + ?Sized, C: D1Call>(
+        &mut self,
+        (): (),
+        at: &mut usize,
+        receiver: &R,
+        own: C,
+    ) {
+        self.execution.again_at((), at, receiver, own);
+    }
+
+    /// [`Execution::keep`].
+    #[inline(always)]
+    pub fn keep<A: Clone>(&self, args: A) -> A {
+        args
+    }
+
+    /// [`Execution::take`].
+    #[inline(always)]
+    pub fn take<A: Clone>(&self, kept: &mut A) -> A {
+        kept.clone()
+    }
 }
 
-/// The rest of the loop's steps (`again`, `keep`, `take`) are the untimed execution's.
+/// The attempt's clock reads and updates the untimed execution's state.
 impl<'c, S: Sleeper> Deref for TimedExecution<'c, S> {
     type Target = Execution<'c, S>;
 

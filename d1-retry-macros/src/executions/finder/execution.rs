@@ -184,6 +184,12 @@ impl Finder<'_> {
         let at = Ident::new("__d1_retry_at", Span::mixed_site());
         let rebinds =
             sql_in_receiver && place && matches!(strip_parens(&call.receiver), Expr::Field(_));
+        // The expansion's own values are called on the exact type each method takes
+        // (`(&mut #execution).again(..)`, `(&#slot).join(..)`): Rust's lookup tries a
+        // trait's method taking `&self` before an inherent one taking `&mut self`, and one
+        // taking `self` before one taking `&self`, so an extension trait of the user's for
+        // every type, with a method of the same name, would be called instead
+        // (`tests/user_shapes/extension_traits.rs`).
         // The receiver's type decides whether the call is D1's (`D1Receiver::D1_CALLS`), which
         // a pointer passes on from the type it points to: the user's method lookup repeated
         // on it, in code that never runs, refuses a method of the user's for the pointer
@@ -229,7 +235,7 @@ impl Finder<'_> {
                             }
                         },
                         quote_spanned!(span=> (mut #execution, mut #at)),
-                        quote_spanned!(span=> #execution.again_at(#again, &mut #at, &#receiver, #own)),
+                        quote_spanned!(span=> (&mut #execution).again_at(#again, &mut #at, &#receiver, #own)),
                     )
                 } else {
                     (
@@ -238,11 +244,11 @@ impl Finder<'_> {
                                 .#begin_method(#call_ident, #access, &#receiver, #own)
                         },
                         quote_spanned!(span=> mut #execution),
-                        quote_spanned!(span=> #execution.again(#again)),
+                        quote_spanned!(span=> (&mut #execution).again(#again)),
                     )
                 };
                 let attempt = quote_spanned! {span=>
-                    #execution.#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
+                    (&mut #execution).#attempt_method(#receiver #dot #name #turbofish (#(#args),*) #timeouts).await
                 };
                 // On a receiver that is not D1 the loop never turns (see `PlainExecution`).
                 // The pointer check opens the loop's arm: a statement there costs rustc and
@@ -270,9 +276,9 @@ impl Finder<'_> {
                     // place rather than moved out and back each attempt: a value moved
                     // around the loop's await costs rustc a drop flag and more state.
                     let take = if args.len() == 1 {
-                        quote_spanned!(span=> let #(#args)* = #execution.take(&mut #kept);)
+                        quote_spanned!(span=> let #(#args)* = (&#execution).take(&mut #kept);)
                     } else {
-                        quote_spanned!(span=> let (#(#args,)*) = #execution.take(&mut #kept);)
+                        quote_spanned!(span=> let (#(#args,)*) = (&#execution).take(&mut #kept);)
                     };
                     quote_spanned! {span=>
                         {
@@ -280,7 +286,7 @@ impl Finder<'_> {
                                 #[allow(clippy::never_loop)]
                                 #begun => {
                                     #check
-                                    let mut #kept = #execution.keep(#kept);
+                                    let mut #kept = (&#execution).keep(#kept);
                                     loop {
                                         #take
                                         match #attempt {
@@ -427,6 +433,7 @@ impl Finder<'_> {
         let execution = Ident::new("__d1_retry_execution", Span::mixed_site());
         let result = Ident::new("__d1_retry_result", Span::mixed_site());
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
+        let taken = Ident::new("__d1_retry_taken", Span::mixed_site());
         let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
         let body = quote_spanned! {span=>
             match #base {
@@ -435,16 +442,17 @@ impl Finder<'_> {
                 {
                     #[allow(clippy::never_loop)]
                     mut #execution => {
-                        let mut #recv = #execution.keep(#recv);
+                        let mut #recv = (&#execution).keep(#recv);
                         loop {
-                            match #execution
-                                .#attempt_method(::core::future::IntoFuture::into_future(
-                                    #execution.take(&mut #recv),
-                                ) #timeouts)
+                            // Taken before the attempt borrows the execution: a `&mut`
+                            // written out has no two-phase borrow.
+                            let #taken = (&#execution).take(&mut #recv);
+                            match (&mut #execution)
+                                .#attempt_method(::core::future::IntoFuture::into_future(#taken) #timeouts)
                                 .await
                             {
                                 ::core::ops::ControlFlow::Break(#result) => break #result,
-                                ::core::ops::ControlFlow::Continue(#again) => #execution.again(#again),
+                                ::core::ops::ControlFlow::Continue(#again) => (&mut #execution).again(#again),
                             }
                         }
                     }

@@ -130,7 +130,8 @@ impl Finder<'_> {
                         None => {
                             // Out of sight, as `out_of_sight` makes an arm.
                             let private = &self.names.private;
-                            let record = syn::parse_quote!(#slot.join(#private::Access::Unseen););
+                            let record =
+                                syn::parse_quote!((&#slot).join(#private::Access::Unseen););
                             branch.then_branch.stmts.insert(0, record);
                             out.scans += 1;
                         }
@@ -187,7 +188,7 @@ impl Finder<'_> {
                     *arm = Expr::Verbatim(quote_spanned! {span=>
                         {
                             #(let #locals = #probes;)*
-                            #slot.join(#private::Access::ReadOnly #(.and(#accesses))*);
+                            (&#slot).join(#private::Access::ReadOnly #(.and(#accesses))*);
                             #arm
                         }
                     });
@@ -210,7 +211,7 @@ impl Finder<'_> {
         let private = &self.names.private;
         *arm = Expr::Verbatim(quote_spanned! {span=>
             {
-                #slot.join(#private::Access::Unseen);
+                (&#slot).join(#private::Access::Unseen);
                 #arm
             }
         });
@@ -296,7 +297,7 @@ impl Finder<'_> {
             (match #scrutinee {
                 #value => {
                     #by_value
-                    #slot.join(#probe);
+                    (&#slot).join(#probe);
                     #value
                 }
             })
@@ -353,7 +354,8 @@ impl Finder<'_> {
             (Sql::Dynamic, Mode::PerCall) => match slot {
                 Some(slot) => {
                     let scan = handed.recorder("scan", span);
-                    *sql = Expr::Verbatim(scanned(private, sql, &quote!(#slot.#scan), None, span));
+                    *sql =
+                        Expr::Verbatim(scanned(private, sql, &quote!((&#slot).#scan), None, span));
                     out.scans += 1;
                 }
                 None => {
@@ -449,7 +451,7 @@ impl Finder<'_> {
         if statements.scans > 0
             && let Some(slot) = slot
         {
-            parts.push(quote!(#slot.access()));
+            parts.push(quote!((&#slot).access()));
         }
         let mut parts = parts.into_iter();
         let first = parts

@@ -81,7 +81,7 @@ impl Finder<'_> {
             // into one block only.
             let verdict = self.fresh_slot(&format!("{name}_scanned"));
             before.push(syn::parse_quote!(let #slot = #private::SqlSlot::new();));
-            after.push(syn::parse_quote!(let #verdict = #slot.access();));
+            after.push(syn::parse_quote!(let #verdict = (&#slot).access();));
             verdicts.push(verdict.into_token_stream());
         }
         self.statements.insert(name, Known { sql, verdicts });
