@@ -35,7 +35,7 @@ macro_rules! everywhere {
 }
 
 everywhere! {
-    again again_at take keep join and access scan scan_prepared observe observe_held observe_made observe_made_unborrowed observe_prepared_text follow turn turn_timed attempt attempt_timed begin begin_on begin_timed begin_timed_on run_following execute_following classify_timed addr
+    again again_at take keep join and access pointer database d1_output scan scan_prepared observe observe_held observe_made observe_made_unborrowed observe_prepared_text follow turn turn_timed attempt attempt_timed begin begin_on begin_timed begin_timed_on run_following execute_following classify_timed addr
 }
 
 struct Shop {
