@@ -144,6 +144,49 @@ where
     }
 }
 
+impl<P> PointerRepo<P>
+where
+    P: core::ops::Deref<Target = D1Database>,
+{
+    /// D1's own `prepare` through the pointer (`*self.db`): its SQL is judged, and the body
+    /// is run again after a transient failure.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn count_through(&self) -> Result<i64, Error> {
+        Ok(n((*self.db).prepare(READ_N).first::<Count>(None).await?))
+    }
+
+    /// The pointer's `prepare`, which in a generic function can only be a bound's (README,
+    /// "SQL it cannot read counts as a write"): the attempt counts as a write, and is not
+    /// run again, even after a failure before D1 was reached.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn count_on_pointer(&self) -> Result<i64, Error> {
+        Ok(n(self.db.prepare(READ_N).first::<Count>(None).await?))
+    }
+}
+
+/// A `read_only` body on a generic pointer: retried when it calls D1's `prepare` through
+/// the pointer, as the README says to write it, and not when it calls the pointer's.
+#[tokio::test(start_paused = true)]
+async fn a_read_only_body_on_a_generic_pointer_is_retried_through_the_pointer() {
+    for through in [true, false] {
+        let db = Arc::new(crate::harness::database());
+        db.add_fault(
+            d1_retry::testing::Fault::new(d1_retry::testing::Message::CannotResolve).times(1),
+        );
+        let repo = PointerRepo {
+            db: Arc::clone(&db),
+            effects: Arc::default(),
+        };
+        let result = if through {
+            repo.count_through().await
+        } else {
+            repo.count_on_pointer().await
+        };
+        assert_eq!(result.is_ok(), through, "{result:?}");
+        assert_eq!(db.calls().len(), if through { 2 } else { 1 });
+    }
+}
+
 /// The database behind `Arc` or `Box`, reached through `Deref`: its calls are D1's.
 #[tokio::test(start_paused = true)]
 async fn a_database_behind_a_smart_pointer_is_retried_call_by_call() {
