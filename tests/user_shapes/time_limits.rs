@@ -741,3 +741,71 @@ async fn an_error_type_with_an_elided_lifetime_has_the_policy_s_limits() {
     );
     assert_eq!(test_support::calls_with(&db, READ_N), 2);
 }
+
+/// A function with a deadline, calling one that retries on its own schedule (README,
+/// "Stalls: time limits"): per call, the deadline is the function's own D1 calls', and the
+/// nested function's retries run past it; retried whole, the body is bounded by it.
+mod nested_schedules {
+    use core::time::Duration;
+
+    use d1_retry::d1_retry;
+    use d1_retry::testing::{D1Database, Error, Fault, Message};
+    use tokio::time::Instant;
+
+    use crate::harness::{Count, NO_BUDGET, READ_N, count_orders, database, n};
+
+    const READ_AUDIT: &str = "SELECT count(*) AS n FROM audit";
+
+    #[d1_retry(policy = NO_BUDGET, deadline_ms = 1000)]
+    async fn per_call(db: &D1Database) -> Result<i64, Error> {
+        let orders = count_orders(db).await?;
+        let audit = db.prepare(READ_AUDIT).first::<Count>(None).await?;
+        Ok(orders + n(audit))
+    }
+
+    #[d1_retry(read_only, policy = NO_BUDGET, deadline_ms = 1000)]
+    async fn whole(db: &D1Database) -> Result<i64, Error> {
+        count_orders(db).await
+    }
+
+    /// The nested read fails before it ran four times: its own retries wait about 3 s.
+    fn failing_four_times() -> D1Database {
+        let db = database();
+        db.add_fault(Fault::new(Message::CannotResolve).times(4));
+        db
+    }
+
+    /// The nested function's read succeeds at its fifth call, past the deadline; the
+    /// function's own read after it is then out of time.
+    #[tokio::test(start_paused = true)]
+    async fn a_nested_function_s_retries_are_not_cut_by_a_per_call_deadline() {
+        let db = failing_four_times();
+        let start = Instant::now();
+        let result = per_call(&db).await;
+        assert!(
+            start.elapsed() > Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(result.is_err(), "{result:?}");
+        let nested = db
+            .calls()
+            .iter()
+            .filter(|call| call.statements[0].0 == READ_N)
+            .count();
+        assert_eq!(nested, 5, "{:#?}", db.calls());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_retried_whole_is_bounded_by_its_deadline() {
+        let db = failing_four_times();
+        let start = Instant::now();
+        assert!(whole(&db).await.is_err());
+        assert!(
+            start.elapsed() <= Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(db.calls().len() < 5, "{:#?}", db.calls());
+    }
+}
