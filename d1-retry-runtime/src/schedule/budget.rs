@@ -22,6 +22,10 @@ static SHARED: RetryTokens = RetryTokens::new();
 /// pool. Counting what was *spent* rather than what is left means a new pool starts full
 /// whatever `max_tokens` the budget using it has.
 ///
+/// The pool does not tell its budgets apart: each reads what all of them spent against its
+/// own `max_tokens`, so a budget of 2 tokens sharing the pool of one of 300 stops retrying
+/// once the larger one has spent about 2. Give budgets of different sizes pools of their own.
+///
 /// ```
 /// use d1_retry_runtime::{RetryBudget, RetryTokens};
 ///
