@@ -1,12 +1,13 @@
-//! An extension trait of the user's, implemented for every type and in scope where the
-//! annotated functions are written (as `tap`-style crates and a Worker's own helpers are):
-//! its methods take `&self` and have the names of the methods the expansion calls on its
-//! own values (`again`, `take`, `keep`, `join`, `turn`, ...). Rust's method lookup tries
-//! `&self` methods of traits before inherent methods that take `&mut self`, so an expansion
-//! that called its own `&mut self` methods by method syntax would call these instead and
-//! not compile (E0308, at the user's call). Every shape of the expansion appears once, and
-//! each is swept with a failure at every call: it compiles and retries as it does without
-//! the trait.
+//! Extension traits of the user's, implemented for every type and in scope where the
+//! annotated functions are written (as `tap`-style crates and a Worker's own helpers are),
+//! with methods named like those the expansion calls on its own values (`again`, `take`,
+//! `keep`, `join`, `turn`, `pointer`, ...). Rust's method lookup tries a trait's method
+//! taking `&self` before an inherent one taking `&mut self`, one taking `self` before an
+//! inherent one taking `&self`, and any of them before a method reached through `Deref`:
+//! an expansion that called its own methods on a receiver of another type would call these
+//! instead, and valid code would not compile (E0061, E0308, E0034 at the user's call).
+//! Every shape of the expansion appears once, and each is swept with a failure at every
+//! call: it compiles and retries as it does without the traits.
 
 use d1_retry::d1_retry;
 use d1_retry::testing::{D1Database, D1PreparedStatement, Error, Fault, Message};
@@ -35,7 +36,11 @@ macro_rules! everywhere {
 }
 
 everywhere! {
-    again again_at take keep join and access pointer database d1_output scan scan_prepared observe observe_held observe_made observe_made_unborrowed observe_prepared_text follow turn turn_timed attempt attempt_timed begin begin_on begin_timed begin_timed_on run_following execute_following classify_timed addr
+    again again_at take keep join and access pointer database d1_output
+    scan scan_prepared observe observe_held observe_made observe_made_unborrowed
+    observe_prepared_text follow turn turn_timed attempt attempt_timed
+    begin begin_on begin_timed begin_timed_on run_following execute_following
+    classify_timed addr
 }
 
 struct Shop {

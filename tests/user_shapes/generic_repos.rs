@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use d1_retry::d1_retry;
-use d1_retry::testing::{D1Database, Error};
+use d1_retry::testing::{D1Database, Error, Fault, Message};
 
-use crate::harness::{Count, Effects, INSERT_ITEM, NO_BUDGET, READ_N, n, sweep};
+use crate::harness::{Count, Effects, INSERT_ITEM, NO_BUDGET, READ_N, database, n, sweep};
 
 /// Where a generic repository gets its database: a connection pool, a request context.
 trait Source {
@@ -169,10 +169,8 @@ where
 #[tokio::test(start_paused = true)]
 async fn a_read_only_body_on_a_generic_pointer_is_retried_through_the_pointer() {
     for through in [true, false] {
-        let db = Arc::new(crate::harness::database());
-        db.add_fault(
-            d1_retry::testing::Fault::new(d1_retry::testing::Message::CannotResolve).times(1),
-        );
+        let db = Arc::new(database());
+        db.add_fault(Fault::new(Message::CannotResolve).times(1));
         let repo = PointerRepo {
             db: Arc::clone(&db),
             effects: Arc::default(),

@@ -36,7 +36,7 @@
 
 use core::future::{Future, IntoFuture};
 use core::marker::PhantomData;
-use core::ops::{ControlFlow, Deref, DerefMut};
+use core::ops::ControlFlow;
 use core::pin::Pin;
 use core::task::{Context, Poll};
 
@@ -84,14 +84,16 @@ impl<'c, S: Sleeper> TimedExecution<'c, S> {
         }
     }
 
-    // The loop's other steps, the untimed execution's. Inherent here rather than reached
-    // through `Deref`: the expansion calls them on `&mut` or `&` of this type, and a
-    // method found only after a deref loses to a method of the same name of any trait the
-    // user has in scope for every type (`extension_traits.rs`).
+    // The loop's other steps, the untimed execution's. Methods of this type rather than
+    // reached through a `Deref`: the expansion calls them on `&mut` or `&` of this type,
+    // and a method found only after a deref loses to a method of the same name of any trait
+    // the user has in scope for every type (`extension_traits.rs`).
 
     /// [`Execution::again`].
     #[inline(always)]
-    pub fn again(&mut self, (): ()) {}
+    pub fn again(&mut self, (): ()) {
+        self.execution.again(());
+    }
 
     /// [`Execution::again_at`].
     #[inline(always)]
@@ -108,30 +110,13 @@ impl<'c, S: Sleeper> TimedExecution<'c, S> {
     /// [`Execution::keep`].
     #[inline(always)]
     pub fn keep<A: Clone>(&self, args: A) -> A {
-        args
+        self.execution.keep(args)
     }
 
     /// [`Execution::take`].
     #[inline(always)]
     pub fn take<A: Clone>(&self, kept: &mut A) -> A {
-        kept.clone()
-    }
-}
-
-/// The attempt's clock reads and updates the untimed execution's state.
-impl<'c, S: Sleeper> Deref for TimedExecution<'c, S> {
-    type Target = Execution<'c, S>;
-
-    #[inline(always)]
-    fn deref(&self) -> &Execution<'c, S> {
-        &self.execution
-    }
-}
-
-impl<S: Sleeper> DerefMut for TimedExecution<'_, S> {
-    #[inline(always)]
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.execution
+        self.execution.take(kept)
     }
 }
 
