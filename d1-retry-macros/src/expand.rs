@@ -340,7 +340,7 @@ fn timed_attempt(parts: &WholeBody<'_>, plan: &Ident, classify: &TokenStream) ->
         {
             #[allow(unused_imports)]
             use #private::{ViaFromTimedOut as _, ViaNoTimedOut as _};
-            (&&#private::TimeoutInto::<#error_type>::new()).d1_timeout()
+            (&&#private::TimeoutInto::<#error_type>::new()).d1_retry_timeout()
         }
     };
     let turn = match parts.limits {

@@ -7,7 +7,7 @@
 //! ```text
 //! if false {
 //!     use ::d1_retry::__private::{D1CallThroughAPointer as _, ViaPointer as _, ViaOtherPointer as _};
-//!     (&&PointerOf(&db)).d1_pointer().batch((0,).0);
+//!     (&&PointerOf(&db)).d1_retry_pointer().batch((0,).0);
 //! }
 //! ```
 //!
@@ -78,7 +78,7 @@ pub(crate) fn check(
         quote_spanned!(site=> &&#private::PointerOf(&#receiver)),
     );
     dispatch.set_span(first);
-    // `d1_pointer()`'s parentheses end the lookup's receiver where the user's ends.
+    // `d1_retry_pointer()`'s parentheses end the lookup's receiver where the user's ends.
     let mut no_arguments = Group::new(Delimiter::Parenthesis, TokenStream::new());
     no_arguments.set_span(last);
     // A value that is not `()`, which Clippy would see handed to a function.
@@ -102,7 +102,7 @@ pub(crate) fn check(
         if false {
             #[allow(unused_imports)]
             use #private::{D1CallThroughAPointer as _, ViaOtherPointer as _, ViaPointer as _};
-            #dispatch.d1_pointer #no_arguments.#method #arguments;
+            #dispatch.d1_retry_pointer #no_arguments.#method #arguments;
         }
     }
 }

@@ -6,6 +6,11 @@
 //! inherent one taking `&self`, and any of them before a method reached through `Deref`:
 //! an expansion that called its own methods on a receiver of another type would call these
 //! instead, and valid code would not compile (E0061, E0308, E0034 at the user's call).
+//! The expansion's probes (which of two traits' methods applies tells it what a value is)
+//! are trait methods by design, so only their names keep them apart from the user's: they
+//! are named `d1_retry_*`, and the traits here hold the shorter names they had before
+//! (`d1_site`, `d1_prepare`, ...), which a Worker's own D1 helpers might well use and which
+//! made every call ambiguous (E0034).
 //! Every shape of the expansion appears once, and each is swept with a failure at every
 //! call: it compiles and retries as it does without the traits.
 
@@ -41,6 +46,7 @@ everywhere! {
     observe_prepared_text follow turn turn_timed attempt attempt_timed
     begin begin_on begin_timed begin_timed_on run_following execute_following
     classify_timed addr
+    d1_site d1_prepare d1_text d1_timeout d1_batch_access d1_pointer
 }
 
 struct Shop {

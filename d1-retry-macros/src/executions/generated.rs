@@ -41,7 +41,7 @@ pub(super) fn held_batch_access(
         {
             #[allow(unused_imports)]
             use #private::{ViaD1Statements as _, ViaOtherStatements as _};
-            (&&#private::HeldBatch(&#list)).d1_batch_access()
+            (&&#private::HeldBatch(&#list)).d1_retry_batch_access()
         }
     }
 }
@@ -70,7 +70,7 @@ pub(super) fn scanned(
             #value => {
                 #[allow(unused_imports)]
                 use #private::{ViaSqlOther as _, ViaSqlText as _};
-                #record((&&#private::SqlProbe(&#value)).d1_text() #more);
+                #record((&&#private::SqlProbe(&#value)).d1_retry_text() #more);
                 #value
             }
         }

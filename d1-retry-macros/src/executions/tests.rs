@@ -456,7 +456,7 @@ fn a_statement_chosen_by_its_arms_is_judged_by_all_of_them() {
         assert_eq!(lines, format!("run retried {verdict}"), "{choose}");
         // Probed in the arms, after the `let` begins: no probe is hoisted before it.
         let before_let = &code[..code.find("let stmt").unwrap()];
-        assert!(!before_let.contains("d1_site"), "{choose}: {code}");
+        assert!(!before_let.contains("d1_retry_site"), "{choose}: {code}");
     }
     // An arm out of sight records so into the slot before its value (the runtime then
     // reads the SQL the statement holds), one that leaves by `return` nothing; a
@@ -482,7 +482,7 @@ fn a_statement_chosen_by_its_arms_is_judged_by_all_of_them() {
     // Each arm joins its receiver's verdict into the statement's slot.
     let (_, code) = run(r#"if a { db.prepare("SELECT 1") } else { self.db.prepare("SELECT 2") }"#);
     assert_eq!(code.matches(". join (").count(), 2, "{code}");
-    assert_eq!(code.matches("d1_prepare ()").count(), 2, "{code}");
+    assert_eq!(code.matches("d1_retry_prepare ()").count(), 2, "{code}");
     // A borrowed statement is followed, its receiver probed before the `let` as usual.
     let (lines, code) = run(r#"&db.prepare("SELECT 1")"#);
     assert_eq!(lines, "run retried read");
@@ -549,7 +549,7 @@ fn a_written_literal_needs_no_probe() {
     ] {
         let (lines, code) = found_in(write, Mode::PerCall, &[]);
         assert_eq!(lines, ["run retried write"], "{write}");
-        assert!(!code.contains("d1_prepare"), "{code}");
+        assert!(!code.contains("d1_retry_prepare"), "{code}");
         assert!(!code.contains("__d1_retry_site"), "{code}");
         assert!(!code.contains("record"), "{code}");
     }
@@ -560,7 +560,7 @@ fn a_written_literal_needs_no_probe() {
     ] {
         let (lines, code) = found_in(read, Mode::PerCall, &[]);
         assert_eq!(lines, ["run retried read"], "{read}");
-        assert!(code.contains("d1_prepare"), "{code}");
+        assert!(code.contains("d1_retry_prepare"), "{code}");
     }
 }
 
@@ -759,7 +759,7 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
                 .expect(&code);
             assert!(looked_up < probed, "{code}");
         }
-        assert!(code.contains(". d1_prepare ()"), "{code}");
+        assert!(code.contains(". d1_retry_prepare ()"), "{code}");
         assert!(
             code.contains("begin_on (call , __d1_retry_sql_db_2 ,"),
             "{code}"
@@ -775,7 +775,7 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
         &[],
     );
     let probed = flat(&code).find(
-        "(&&::d1_retry::__private::probed(||::d1_retry::__private::Receiver::of(&ARCHIVER))).d1_prepare()",
+        "(&&::d1_retry::__private::probed(||::d1_retry::__private::Receiver::of(&ARCHIVER))).d1_retry_prepare()",
     );
     assert!(probed.is_some(), "{code}");
 
@@ -827,7 +827,7 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
     // A field of `self` is probed before the `let` too: `t` may run after the field
     // was given another value.
     let probed = flat(&code)
-        .find("Receiver::of(&self.db)).d1_prepare();__d1_retry_site};lett=")
+        .find("Receiver::of(&self.db)).d1_retry_prepare();__d1_retry_site};lett=")
         .expect(&code);
     let made = flat(&code).find("lett=").expect(&code);
     assert!(probed < made, "{code}");
@@ -858,7 +858,8 @@ fn receivers_are_probed_before_or_as_they_are_evaluated() {
         let body = format!(r#"{{ {path}(&make_db(), "SELECT 1").run().await?; }}"#);
         let (lines, code) = found_in(&body, Mode::PerCall, &[]);
         assert_eq!(lines, ["run retried read"], "{code}");
-        let probe = format!("(&&::d1_retry::__private::Receiver::<{ty}>::named()).d1_prepare()");
+        let probe =
+            format!("(&&::d1_retry::__private::Receiver::<{ty}>::named()).d1_retry_prepare()");
         assert!(flat(&code).contains(&flat(&probe)), "{probe}: {code}");
         assert!(!code.contains("make_db ())"), "{code}");
         assert!(!code.contains(". record ("), "{code}");
@@ -1063,14 +1064,14 @@ fn an_async_move_block_gets_its_own_schedule() {
 #[test]
 fn dynamic_sql_is_scanned_where_it_is_prepared() {
     let (_, body) = found_in("{ db.prepare(sql).run().await }", Mode::PerCall, &[]);
-    assert!(body.contains("d1_text"), "{body}");
+    assert!(body.contains("d1_retry_text"), "{body}");
     assert!(body.contains("SqlSlot :: new ()"), "{body}");
     let (_, body) = found_in(
         r#"{ db.prepare("SELECT 1").run().await }"#,
         Mode::PerCall,
         &[],
     );
-    assert!(!body.contains("d1_text"), "{body}");
+    assert!(!body.contains("d1_retry_text"), "{body}");
 }
 
 #[test]
@@ -1084,9 +1085,9 @@ fn whole_body_mode_rewrites_nothing_but_observes_dynamic_sql() {
     assert!(body.contains("attempt . observe"), "{body}");
     // The execution is not observed: the statement was made in sight, and only where its
     // SQL is not text is the statement made observed, as it is made.
-    assert!(!body.contains("d1_site () . observe ("), "{body}");
+    assert!(!body.contains("d1_retry_site () . observe ("), "{body}");
     assert_eq!(
-        body.matches("d1_site () . observe_made (").count(),
+        body.matches("d1_retry_site () . observe_made (").count(),
         1,
         "{body}"
     );
@@ -1097,7 +1098,7 @@ fn whole_body_mode_rewrites_nothing_but_observes_dynamic_sql() {
     );
     assert_eq!(
         in_block
-            .matches("d1_site () . observe_made_unborrowed (")
+            .matches("d1_retry_site () . observe_made_unborrowed (")
             .count(),
         1,
         "{in_block}"
@@ -1132,8 +1133,10 @@ fn a_read_only_body_reads_the_sql_of_statements_made_out_of_sight() {
     let read_only = Mode::WholeBody { read_only: true };
     let observed = |body: &str| {
         let (_, body) = found_in(body, read_only, &[]);
-        body.matches("d1_site () . observe (").count()
-            + body.matches("d1_site () . observe_unborrowed (").count()
+        body.matches("d1_retry_site () . observe (").count()
+            + body
+                .matches("d1_retry_site () . observe_unborrowed (")
+                .count()
     };
     // Made in sight: a `prepare` chain, a name bound once to one, `D1Database::prepare`.
     assert_eq!(
@@ -1212,7 +1215,7 @@ fn a_read_only_body_reads_the_sql_of_statements_made_out_of_sight() {
     let probes = |body: &str| {
         found_in(body, read_only, &[])
             .1
-            .matches("d1_prepare ()")
+            .matches("d1_retry_prepare ()")
             .count()
     };
     assert_eq!(
@@ -1293,8 +1296,9 @@ fn a_read_only_body_reads_the_sql_of_statements_made_out_of_sight() {
     let borrowing = |body: &str| {
         let (_, body) = found_in(body, read_only, &[]);
         (
-            body.matches("d1_site () . observe (").count(),
-            body.matches("d1_site () . observe_unborrowed (").count(),
+            body.matches("d1_retry_site () . observe (").count(),
+            body.matches("d1_retry_site () . observe_unborrowed (")
+                .count(),
             body.matches("observe_held (").count(),
             body.matches("record_held (").count(),
         )
@@ -1356,7 +1360,7 @@ fn invisible_groups_are_seen_through() {
         block
             .to_token_stream()
             .to_string()
-            .matches("d1_site () . observe (")
+            .matches("d1_retry_site () . observe (")
             .count()
     };
     assert_eq!(observed(quote!(db.prepare("SELECT 1"))), 0);
@@ -1431,7 +1435,7 @@ fn returned_futures_are_left_as_written() {
         assert_eq!(per_call(returned), ["run retried unseen"], "{returned}");
         let (_, code) = found_in(returned, Mode::PerCall, &[]);
         let own = code.find("let call = & CALL ;").expect(&code);
-        assert!(own < code.find("d1_site").expect(&code), "{code}");
+        assert!(own < code.find("d1_retry_site").expect(&code), "{code}");
     }
 }
 

@@ -24,19 +24,19 @@ pub struct HeldBatch<'a, L: ?Sized>(pub &'a L);
 /// Picked for a `Vec` or an array of [`D1Receiver`] statements.
 pub trait ViaD1Statements {
     /// The access of the statements the list holds.
-    fn d1_batch_access(&self) -> Access;
+    fn d1_retry_batch_access(&self) -> Access;
 }
 
 impl<S: D1Receiver> ViaD1Statements for &HeldBatch<'_, Vec<S>> {
     #[inline]
-    fn d1_batch_access(&self) -> Access {
+    fn d1_retry_batch_access(&self) -> Access {
         statements(self.0)
     }
 }
 
 impl<S: D1Receiver, const N: usize> ViaD1Statements for &HeldBatch<'_, [S; N]> {
     #[inline]
-    fn d1_batch_access(&self) -> Access {
+    fn d1_retry_batch_access(&self) -> Access {
         statements(self.0)
     }
 }
@@ -44,12 +44,12 @@ impl<S: D1Receiver, const N: usize> ViaD1Statements for &HeldBatch<'_, [S; N]> {
 /// Picked for any other list: out of sight.
 pub trait ViaOtherStatements {
     /// [`Access::Unseen`]: nothing is read.
-    fn d1_batch_access(&self) -> Access;
+    fn d1_retry_batch_access(&self) -> Access;
 }
 
 impl<L: ?Sized> ViaOtherStatements for HeldBatch<'_, L> {
     #[inline(always)]
-    fn d1_batch_access(&self) -> Access {
+    fn d1_retry_batch_access(&self) -> Access {
         Access::Unseen
     }
 }
@@ -89,11 +89,17 @@ mod tests {
         let reads = Cell::new(0);
         let held = |sql| Held(sql, &reads);
         let all_read = vec![held(Some("SELECT 1")), held(Some("SELECT 2"))];
-        assert_eq!((&&HeldBatch(&all_read)).d1_batch_access(), Access::ReadOnly);
+        assert_eq!(
+            (&&HeldBatch(&all_read)).d1_retry_batch_access(),
+            Access::ReadOnly
+        );
         assert_eq!(reads.replace(0), 2, "every statement read");
 
         let write_first = [held(Some("DELETE FROM t")), held(Some("SELECT 1"))];
-        assert_eq!((&&HeldBatch(&write_first)).d1_batch_access(), Access::Write);
+        assert_eq!(
+            (&&HeldBatch(&write_first)).d1_retry_batch_access(),
+            Access::Write
+        );
         assert_eq!(reads.replace(0), 1, "the read stops at the first write");
 
         let read_then_write = vec![
@@ -101,20 +107,26 @@ mod tests {
             held(Some("INSERT INTO t DEFAULT VALUES")),
         ];
         assert_eq!(
-            (&&HeldBatch(&read_then_write)).d1_batch_access(),
+            (&&HeldBatch(&read_then_write)).d1_retry_batch_access(),
             Access::Write
         );
 
         let unreadable = vec![held(None), held(Some("SELECT 1"))];
-        assert_eq!((&&HeldBatch(&unreadable)).d1_batch_access(), Access::Unseen);
+        assert_eq!(
+            (&&HeldBatch(&unreadable)).d1_retry_batch_access(),
+            Access::Unseen
+        );
         let unreadable_then_write = vec![held(None), held(Some("UPDATE t SET a = 1"))];
         assert_eq!(
-            (&&HeldBatch(&unreadable_then_write)).d1_batch_access(),
+            (&&HeldBatch(&unreadable_then_write)).d1_retry_batch_access(),
             Access::Write
         );
 
         let empty: Vec<Held<'_>> = Vec::new();
-        assert_eq!((&&HeldBatch(&empty)).d1_batch_access(), Access::ReadOnly);
+        assert_eq!(
+            (&&HeldBatch(&empty)).d1_retry_batch_access(),
+            Access::ReadOnly
+        );
     }
 
     // The probe is called as the expansion calls it, through `&&`, which the trait picked
@@ -123,9 +135,15 @@ mod tests {
     #[test]
     fn a_list_of_anything_else_is_out_of_sight() {
         let names = vec!["SELECT 1"];
-        assert_eq!((&&HeldBatch(&names)).d1_batch_access(), Access::Unseen);
+        assert_eq!(
+            (&&HeldBatch(&names)).d1_retry_batch_access(),
+            Access::Unseen
+        );
         let reads = Cell::new(0);
         let slice: &[Held<'_>] = &[Held(Some("SELECT 1"), &reads)];
-        assert_eq!((&&HeldBatch(&slice)).d1_batch_access(), Access::Unseen);
+        assert_eq!(
+            (&&HeldBatch(&slice)).d1_retry_batch_access(),
+            Access::Unseen
+        );
     }
 }

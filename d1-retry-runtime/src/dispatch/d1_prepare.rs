@@ -92,12 +92,12 @@ d1_databases!(d1_prepare);
 pub trait ViaD1Prepare {
     /// What a `prepare(sql)` on this receiver adds to the access of `sql`: nothing, since
     /// D1's `prepare` prepares the text it is given.
-    fn d1_prepare(&self) -> Access;
+    fn d1_retry_prepare(&self) -> Access;
 }
 
 impl<R: D1Prepare + ?Sized> ViaD1Prepare for &Receiver<R> {
     #[inline(always)]
-    fn d1_prepare(&self) -> Access {
+    fn d1_retry_prepare(&self) -> Access {
         Access::ReadOnly
     }
 }
@@ -106,12 +106,12 @@ impl<R: D1Prepare + ?Sized> ViaD1Prepare for &Receiver<R> {
 pub trait ViaOtherPrepare {
     /// What a `prepare(sql)` on this receiver adds to the access of `sql`: the statement
     /// is out of sight ([`Access::Unseen`]), judged by the SQL it holds when it runs.
-    fn d1_prepare(&self) -> Access;
+    fn d1_retry_prepare(&self) -> Access;
 }
 
 impl<R: ?Sized> ViaOtherPrepare for Receiver<R> {
     #[inline(always)]
-    fn d1_prepare(&self) -> Access {
+    fn d1_retry_prepare(&self) -> Access {
         Access::Unseen
     }
 }
@@ -127,7 +127,7 @@ mod tests {
     /// asks. A macro, not a function: the dispatch must see each concrete type.
     macro_rules! prepare_access {
         ($receiver:expr) => {
-            (&&Receiver::of(&$receiver)).d1_prepare()
+            (&&Receiver::of(&$receiver)).d1_retry_prepare()
         };
     }
 
@@ -201,15 +201,16 @@ mod tests {
     #[test]
     fn worker_s_database_and_session_are_d1_s() {
         assert_eq!(
-            (&&Receiver::<&worker::D1DatabaseSession>::named()).d1_prepare(),
+            (&&Receiver::<&worker::D1DatabaseSession>::named()).d1_retry_prepare(),
             Access::ReadOnly
         );
         assert_eq!(
-            (&&Receiver::<worker::send::SendWrapper<worker::D1Database>>::named()).d1_prepare(),
+            (&&Receiver::<worker::send::SendWrapper<worker::D1Database>>::named())
+                .d1_retry_prepare(),
             Access::Unseen
         );
         assert_eq!(
-            (&&Receiver::<worker::D1Database>::named()).d1_prepare(),
+            (&&Receiver::<worker::D1Database>::named()).d1_retry_prepare(),
             Access::ReadOnly
         );
     }

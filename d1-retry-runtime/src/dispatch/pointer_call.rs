@@ -13,7 +13,7 @@
 //!
 //! The expansion repeats the lookup, in code that never runs, on the receiver itself when
 //! its type is one of those pointers to a [`D1Receiver`], or a reference to one, and in the
-//! same scope: `(&&PointerOf(&db)).d1_pointer().batch(())` with
+//! same scope: `(&&PointerOf(&db)).d1_retry_pointer().batch(())` with
 //! [`D1CallThroughAPointer`] imported. That trait's methods borrow the pointer, so they are
 //! found at the same step as such a method of the user's: with one, the call is ambiguous,
 //! a compile error (E0034) at the user's method that names both traits; without one, the
@@ -130,7 +130,7 @@ impl<P: ThroughAPointer + ?Sized> ThroughAPointer for &P {}
 impl<P: ThroughAPointer + ?Sized> ThroughAPointer for &mut P {}
 
 /// The receiver, borrowed for the autoref dispatch that picks what the lookup runs on:
-/// `(&&PointerOf(&db)).d1_pointer()`. Built by its constructor and asked without an argument,
+/// `(&&PointerOf(&db)).d1_retry_pointer()`. Built by its constructor and asked without an argument,
 /// so that the dispatch is no call but the method's, at every execution the attribute
 /// checks.
 pub struct PointerOf<'r, R: ?Sized>(pub &'r R);
@@ -140,13 +140,13 @@ pub trait ViaPointer<'r> {
     /// The receiver's type.
     type Receiver: ?Sized;
     /// The receiver, for the lookup in code that never runs.
-    fn d1_pointer(&self) -> &'r Self::Receiver;
+    fn d1_retry_pointer(&self) -> &'r Self::Receiver;
 }
 
 impl<'r, R: ThroughAPointer + ?Sized> ViaPointer<'r> for &PointerOf<'r, R> {
     type Receiver = R;
     #[inline(always)]
-    fn d1_pointer(&self) -> &'r R {
+    fn d1_retry_pointer(&self) -> &'r R {
         self.0
     }
 }
@@ -154,12 +154,12 @@ impl<'r, R: ThroughAPointer + ?Sized> ViaPointer<'r> for &PointerOf<'r, R> {
 /// Picked for every other receiver: [`NotAPointer`].
 pub trait ViaOtherPointer {
     /// The stand-in, for the lookup in code that never runs.
-    fn d1_pointer(&self) -> &'static NotAPointer;
+    fn d1_retry_pointer(&self) -> &'static NotAPointer;
 }
 
 impl<R: ?Sized> ViaOtherPointer for PointerOf<'_, R> {
     #[inline(always)]
-    fn d1_pointer(&self) -> &'static NotAPointer {
+    fn d1_retry_pointer(&self) -> &'static NotAPointer {
         &NotAPointer
     }
 }
@@ -230,16 +230,16 @@ mod tests {
         #[allow(unused_imports)]
         use super::{ViaOtherPointer as _, ViaPointer as _};
         let pointer = Arc::new(Statement);
-        let through: &Arc<Statement> = (&&PointerOf(&pointer)).d1_pointer();
+        let through: &Arc<Statement> = (&&PointerOf(&pointer)).d1_retry_pointer();
         let (): () = through.batch(());
         let (): () = (&&through).run();
         let reference = &pointer;
-        let _: &&Arc<Statement> = (&&PointerOf(&reference)).d1_pointer();
+        let _: &&Arc<Statement> = (&&PointerOf(&reference)).d1_retry_pointer();
         let other = Statement;
-        let stand_in: &NotAPointer = (&&PointerOf(&other)).d1_pointer();
+        let stand_in: &NotAPointer = (&&PointerOf(&other)).d1_retry_pointer();
         stand_in.run();
         let plain = Arc::new(0_u8);
-        let _: &NotAPointer = (&&PointerOf(&plain)).d1_pointer();
+        let _: &NotAPointer = (&&PointerOf(&plain)).d1_retry_pointer();
     }
 
     /// The trait is implemented for the pointers the mark passes through.

@@ -3,7 +3,7 @@
 //!
 //! The attribute runs before types are known. It rewrites every call *named* like a D1
 //! execution (`first`, `all`, `run`, `raw`, `raw_js_value`, `batch`, `exec`, `dump`, or
-//! an `.await` on a statement) into `(&&Receiver::of(&recv)).d1_site()`, and autoref
+//! an `.await` on a statement) into `(&&Receiver::of(&recv)).d1_retry_site()`, and autoref
 //! specialisation picks the site at compile time: [`Retrying`] when the receiver's type
 //! carries the mark, [`Plain`] otherwise. `slice.first()`, `Iterator::all(f)` or a user's
 //! `Job::run()` go through [`Plain`], which makes the call exactly as written.
@@ -294,12 +294,12 @@ pub fn probed<R: ?Sized>(_probe: impl FnOnce() -> Receiver<R>) -> Receiver<R> {
 /// Picked for receivers marked [`D1Receiver`].
 pub trait ViaD1Receiver {
     /// The site that retries.
-    fn d1_site(&self) -> Retrying;
+    fn d1_retry_site(&self) -> Retrying;
 }
 
 impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
     #[inline(always)]
-    fn d1_site(&self) -> Retrying {
+    fn d1_retry_site(&self) -> Retrying {
         Retrying
     }
 }
@@ -307,12 +307,12 @@ impl<R: D1Receiver + ?Sized> ViaD1Receiver for &Receiver<R> {
 /// Picked for every other receiver.
 pub trait ViaOtherReceiver {
     /// The site that makes the call as written.
-    fn d1_site(&self) -> Plain;
+    fn d1_retry_site(&self) -> Plain;
 }
 
 impl<R: ?Sized> ViaOtherReceiver for Receiver<R> {
     #[inline(always)]
-    fn d1_site(&self) -> Plain {
+    fn d1_retry_site(&self) -> Plain {
         Plain
     }
 }
@@ -794,12 +794,12 @@ pub struct SqlProbe<'s, Q: ?Sized>(pub &'s Q);
 /// `Arc<str>`, and borrows of them).
 pub trait ViaSqlText {
     /// The SQL's text.
-    fn d1_text(&self) -> Option<&str>;
+    fn d1_retry_text(&self) -> Option<&str>;
 }
 
 impl<Q: Text + ?Sized> ViaSqlText for &SqlProbe<'_, Q> {
     #[inline]
-    fn d1_text(&self) -> Option<&str> {
+    fn d1_retry_text(&self) -> Option<&str> {
         Some(self.0.text())
     }
 }
@@ -875,12 +875,12 @@ impl<T: Text + ?Sized> Text for &mut T {
 /// ([`SqlSlot::scan_prepared`]).
 pub trait ViaSqlOther {
     /// No text to read.
-    fn d1_text(&self) -> Option<&str>;
+    fn d1_retry_text(&self) -> Option<&str>;
 }
 
 impl<Q: ?Sized> ViaSqlOther for SqlProbe<'_, Q> {
     #[inline]
-    fn d1_text(&self) -> Option<&str> {
+    fn d1_retry_text(&self) -> Option<&str> {
         None
     }
 }
@@ -925,13 +925,19 @@ mod tests {
             core::any::TypeId::of::<T>() == core::any::TypeId::of::<Retrying>()
         }
         let marked = Marked;
-        assert!(is_retrying((&&Receiver::of(&marked)).d1_site()));
-        assert!(is_retrying((&&Receiver::of(&&marked)).d1_site()));
-        assert!(is_retrying((&&Receiver::of(&Box::new(Marked))).d1_site()));
-        assert!(is_retrying((&&Receiver::of(&Rc::new(Marked))).d1_site()));
-        assert!(is_retrying((&&Receiver::of(&Arc::new(Marked))).d1_site()));
-        assert!(!is_retrying((&&Receiver::of(&Unmarked)).d1_site()));
-        assert!(!is_retrying((&&Receiver::of(&[1, 2])).d1_site()));
+        assert!(is_retrying((&&Receiver::of(&marked)).d1_retry_site()));
+        assert!(is_retrying((&&Receiver::of(&&marked)).d1_retry_site()));
+        assert!(is_retrying(
+            (&&Receiver::of(&Box::new(Marked))).d1_retry_site()
+        ));
+        assert!(is_retrying(
+            (&&Receiver::of(&Rc::new(Marked))).d1_retry_site()
+        ));
+        assert!(is_retrying(
+            (&&Receiver::of(&Arc::new(Marked))).d1_retry_site()
+        ));
+        assert!(!is_retrying((&&Receiver::of(&Unmarked)).d1_retry_site()));
+        assert!(!is_retrying((&&Receiver::of(&[1, 2])).d1_retry_site()));
     }
 
     /// A call counts as D1's only when the receiver's type has it as its own, through
@@ -942,7 +948,7 @@ mod tests {
         // As the expansion asks: the site the probe picks, then the call on it.
         macro_rules! call_access {
             ($receiver:expr, $call:expr) => {{
-                let site = (&&Receiver::of(&$receiver)).d1_site();
+                let site = (&&Receiver::of(&$receiver)).d1_retry_site();
                 site.access(Access::ReadOnly, &$receiver, $call)
             }};
         }
@@ -1009,28 +1015,28 @@ mod tests {
     fn the_slot_scans_text_and_leaves_the_rest_to_the_statement_or_a_write() {
         let slot = SqlSlot::new();
         assert_eq!(slot.access(), Access::ReadOnly);
-        slot.scan((&&SqlProbe(&"SELECT 1")).d1_text());
-        slot.scan((&&SqlProbe(&String::from("SELECT 2"))).d1_text());
+        slot.scan((&&SqlProbe(&"SELECT 1")).d1_retry_text());
+        slot.scan((&&SqlProbe(&String::from("SELECT 2"))).d1_retry_text());
         assert_eq!(slot.access(), Access::ReadOnly);
-        slot.scan((&&SqlProbe(&"DELETE FROM t")).d1_text());
+        slot.scan((&&SqlProbe(&"DELETE FROM t")).d1_retry_text());
         assert_eq!(slot.access(), Access::Write);
-        slot.scan((&&SqlProbe(&"SELECT 3")).d1_text());
+        slot.scan((&&SqlProbe(&"SELECT 3")).d1_retry_text());
         assert_eq!(slot.access(), Access::Write, "a write is never forgotten");
 
         // Handed to `exec`, what is not text is a write; handed to `prepare`, it leaves the
         // statement to the text it holds, and no scanned write is forgotten before that.
         let opaque = SqlSlot::new();
-        opaque.scan((&&SqlProbe(&42_u32)).d1_text());
+        opaque.scan((&&SqlProbe(&42_u32)).d1_retry_text());
         assert_eq!(opaque.access(), Access::Write);
         let prepared = SqlSlot::new();
-        prepared.scan_prepared((&&SqlProbe(&42_u32)).d1_text());
+        prepared.scan_prepared((&&SqlProbe(&42_u32)).d1_retry_text());
         assert_eq!(prepared.access(), Access::Unseen);
-        prepared.scan_prepared((&&SqlProbe(&"SELECT 4")).d1_text());
+        prepared.scan_prepared((&&SqlProbe(&"SELECT 4")).d1_retry_text());
         assert_eq!(prepared.access(), Access::Unseen);
         let prepared = SqlSlot::new();
-        prepared.scan_prepared((&&SqlProbe(&"SELECT 5")).d1_text());
+        prepared.scan_prepared((&&SqlProbe(&"SELECT 5")).d1_retry_text());
         assert_eq!(prepared.access(), Access::ReadOnly);
-        prepared.scan_prepared((&&SqlProbe(&"DELETE FROM t")).d1_text());
+        prepared.scan_prepared((&&SqlProbe(&"DELETE FROM t")).d1_retry_text());
         assert_eq!(prepared.access(), Access::Write);
     }
 
@@ -1216,18 +1222,18 @@ mod tests {
     fn the_slot_judges_prepared_sql_whole_and_exec_sql_by_line() {
         let commented = "SELECT 1 /* a\nb */";
         let prepared = SqlSlot::new();
-        prepared.scan_prepared((&&SqlProbe(&commented)).d1_text());
+        prepared.scan_prepared((&&SqlProbe(&commented)).d1_retry_text());
         assert_eq!(prepared.access(), Access::ReadOnly);
-        prepared.scan_prepared((&&SqlProbe(&"SELECT 1;\nDELETE FROM t")).d1_text());
+        prepared.scan_prepared((&&SqlProbe(&"SELECT 1;\nDELETE FROM t")).d1_retry_text());
         assert_eq!(prepared.access(), Access::Write);
 
         // Not text: judged by what the statement holds, as one out of sight.
         let opaque = SqlSlot::new();
-        opaque.scan_prepared((&&SqlProbe(&42_u32)).d1_text());
+        opaque.scan_prepared((&&SqlProbe(&42_u32)).d1_retry_text());
         assert_eq!(opaque.access(), Access::Unseen);
 
         let exec = SqlSlot::new();
-        exec.scan((&&SqlProbe(&commented)).d1_text());
+        exec.scan((&&SqlProbe(&commented)).d1_retry_text());
         assert_eq!(exec.access(), Access::Write);
     }
 
@@ -1241,7 +1247,7 @@ mod tests {
             ($sql:expr) => {{
                 #[allow(unused_imports)]
                 use super::{ViaSqlOther as _, ViaSqlText as _};
-                (&&SqlProbe(&$sql)).d1_text().map(str::to_owned)
+                (&&SqlProbe(&$sql)).d1_retry_text().map(str::to_owned)
             }};
         }
         let sql = "SELECT 7";

@@ -65,7 +65,7 @@ pub fn unseen_output<F>(mark: UnseenMark, output: F, judge: impl FnOnce(&F)) -> 
 }
 
 /// The output of an execution, probed by its type alone:
-/// `(&&Output::of(&output)).d1_output()`.
+/// `(&&Output::of(&output)).d1_retry_output()`.
 pub struct Output<'a, F>(PhantomData<&'a F>);
 
 impl<'a, F> Output<'a, F> {
@@ -83,7 +83,7 @@ impl<'a, F> Output<'a, F> {
 /// (``Vec<i64>` is not a future``) until its type is written there.
 pub trait ViaResultFuture {
     /// [`Access::Unseen`]: a D1 execution whose SQL cannot be read, a write.
-    fn d1_output(&self) -> Access;
+    fn d1_retry_output(&self) -> Access;
 }
 
 impl<F, T, E> ViaResultFuture for &Output<'_, F>
@@ -91,7 +91,7 @@ where
     F: IntoFuture<Output = Result<T, E>>,
 {
     #[inline(always)]
-    fn d1_output(&self) -> Access {
+    fn d1_retry_output(&self) -> Access {
         Access::Unseen
     }
 }
@@ -99,12 +99,12 @@ where
 /// The probe's fallback: anything else, a call of the user's own.
 pub trait ViaOtherOutput {
     /// [`Access::ReadOnly`]: nothing for the attempt to learn.
-    fn d1_output(&self) -> Access;
+    fn d1_retry_output(&self) -> Access;
 }
 
 impl<F> ViaOtherOutput for Output<'_, F> {
     #[inline(always)]
-    fn d1_output(&self) -> Access {
+    fn d1_retry_output(&self) -> Access {
         Access::ReadOnly
     }
 }
@@ -129,21 +129,21 @@ mod tests {
     fn only_an_unmarked_receiver_s_output_is_judged_and_only_a_result_future_counts() {
         let future = || async { Ok::<u8, ()>(1) };
         assert_eq!(
-            judged(future(), true, |o| (&&Output::of(o)).d1_output()),
+            judged(future(), true, |o| (&&Output::of(o)).d1_retry_output()),
             Some(Access::Unseen)
         );
         assert_eq!(
-            judged(true, true, |o| (&&Output::of(o)).d1_output()),
+            judged(true, true, |o| (&&Output::of(o)).d1_retry_output()),
             Some(Access::ReadOnly),
             "a bool (Iterator::all) is the user's"
         );
         assert_eq!(
-            judged(async { 1 }, true, |o| (&&Output::of(o)).d1_output()),
+            judged(async { 1 }, true, |o| (&&Output::of(o)).d1_retry_output()),
             Some(Access::ReadOnly),
             "a future of something else is the user's"
         );
         assert_eq!(
-            judged(future(), false, |o| (&&Output::of(o)).d1_output()),
+            judged(future(), false, |o| (&&Output::of(o)).d1_retry_output()),
             None,
             "a marked receiver was judged by its SQL"
         );

@@ -175,11 +175,11 @@ impl<E> Default for TimeoutInto<E> {
 /// Picked when `E: From<TimedOut>`.
 pub trait ViaFromTimedOut<E> {
     /// The conversion.
-    fn d1_timeout(&self) -> Option<fn(TimedOut) -> E>;
+    fn d1_retry_timeout(&self) -> Option<fn(TimedOut) -> E>;
 }
 
 impl<E: From<TimedOut>> ViaFromTimedOut<E> for &TimeoutInto<E> {
-    fn d1_timeout(&self) -> Option<fn(TimedOut) -> E> {
+    fn d1_retry_timeout(&self) -> Option<fn(TimedOut) -> E> {
         Some(E::from)
     }
 }
@@ -187,11 +187,11 @@ impl<E: From<TimedOut>> ViaFromTimedOut<E> for &TimeoutInto<E> {
 /// Picked for any other error type.
 pub trait ViaNoTimedOut<E> {
     /// No conversion.
-    fn d1_timeout(&self) -> Option<fn(TimedOut) -> E>;
+    fn d1_retry_timeout(&self) -> Option<fn(TimedOut) -> E>;
 }
 
 impl<E> ViaNoTimedOut<E> for TimeoutInto<E> {
-    fn d1_timeout(&self) -> Option<fn(TimedOut) -> E> {
+    fn d1_retry_timeout(&self) -> Option<fn(TimedOut) -> E> {
         None
     }
 }
@@ -262,7 +262,7 @@ mod tests {
     #[allow(clippy::needless_borrow)] // the borrows are the dispatch under test
     fn the_conversion_is_found_only_where_it_exists() {
         struct Opaque;
-        let into_string = (&&TimeoutInto::<String>::new()).d1_timeout();
+        let into_string = (&&TimeoutInto::<String>::new()).d1_retry_timeout();
         let converted = into_string.map(|convert| {
             convert(TimedOut::new(
                 TimeLimit::Attempt,
@@ -274,6 +274,10 @@ mod tests {
             converted.as_deref(),
             Some("D1 call timed out: x passed its attempt timeout of 1000 ms")
         );
-        assert!((&&TimeoutInto::<Opaque>::new()).d1_timeout().is_none());
+        assert!(
+            (&&TimeoutInto::<Opaque>::new())
+                .d1_retry_timeout()
+                .is_none()
+        );
     }
 }

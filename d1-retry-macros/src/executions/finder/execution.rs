@@ -203,7 +203,7 @@ impl Finder<'_> {
             // `&mut self` is borrowed mutably by the closure alone.
             let stored_access = |access: &TokenStream| {
                 quote_spanned! {span=>
-                    (&&#private::Receiver::of(&#receiver)).d1_site().access(#access, &#receiver, #own)
+                    (&&#private::Receiver::of(&#receiver)).d1_retry_site().access(#access, &#receiver, #own)
                 }
             };
             // The site is also told the call and given the receiver, so that a method of
@@ -228,7 +228,7 @@ impl Finder<'_> {
                             {
                                 let #place = &#receiver;
                                 (
-                                    (&&#private::Receiver::of(#place)).d1_site()
+                                    (&&#private::Receiver::of(#place)).d1_retry_site()
                                         .#begin_method(#call_ident, #access, #place, #own),
                                     ::core::ptr::from_ref(#place).addr(),
                                 )
@@ -240,7 +240,7 @@ impl Finder<'_> {
                 } else {
                     (
                         quote_spanned! {span=>
-                            (&&#private::Receiver::of(&#receiver)).d1_site()
+                            (&&#private::Receiver::of(&#receiver)).d1_retry_site()
                                 .#begin_method(#call_ident, #access, &#receiver, #own)
                         },
                         quote_spanned!(span=> mut #execution),
@@ -329,7 +329,7 @@ impl Finder<'_> {
                         Ident::new("run_following", span),
                         quote_spanned! {span=>
                             |(#(#args,)*), #follow| {
-                                (&&#private::Receiver::of(&#receiver)).d1_site()
+                                (&&#private::Receiver::of(&#receiver)).d1_retry_site()
                                     .follow(#follow, &#receiver, #own);
                                 #receiver #dot #name #turbofish (#(#args),*)
                             }
@@ -346,13 +346,13 @@ impl Finder<'_> {
                 };
                 let site = if let Some(classify) = &timed {
                     quote_spanned! {span=>
-                        (&&#private::Receiver::of(&#receiver)).d1_site()
+                        (&&#private::Receiver::of(&#receiver)).d1_retry_site()
                             .#execute(#call_ident, #arguments, #access, #attempt)
                             #classify
                     }
                 } else {
                     quote_spanned! {span=>
-                        (&&#private::Receiver::of(&#receiver)).d1_site()
+                        (&&#private::Receiver::of(&#receiver)).d1_retry_site()
                             .#run(#call_ident, #arguments, #access, #attempt)
                     }
                 };
@@ -437,7 +437,7 @@ impl Finder<'_> {
         let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
         let body = quote_spanned! {span=>
             match #base {
-                #recv => match (&&#private::Receiver::of(&#recv)).d1_site()
+                #recv => match (&&#private::Receiver::of(&#recv)).d1_retry_site()
                     .#begin_method(#call_ident, #access, &#recv, #own)
                 {
                     #[allow(clippy::never_loop)]
@@ -485,7 +485,7 @@ impl Finder<'_> {
         let private = &self.names.private;
         let marker = Ident::new("__d1_retry_marker", Span::mixed_site());
         let timeouts = quote_spanned! {span=>
-            , |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout()
+            , |#marker| (&&#private::TimeoutInto::of(#marker)).d1_retry_timeout()
         };
         let begin = Ident::new("begin_timed_on", span);
         (begin, Ident::new("attempt_timed", span), Some(timeouts))
@@ -504,7 +504,7 @@ impl Finder<'_> {
         quote_spanned! {span=>
             .classify_timed(
                 |#error| (&&&&#private::Probe::of(#error)).d1_retry_classifier()(#error),
-                |#marker| (&&#private::TimeoutInto::of(#marker)).d1_timeout(),
+                |#marker| (&&#private::TimeoutInto::of(#marker)).d1_retry_timeout(),
             )
         }
     }

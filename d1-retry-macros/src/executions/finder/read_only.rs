@@ -316,7 +316,7 @@ impl Finder<'_> {
             {
                 #[allow(unused_imports)]
                 use #private::{ViaResultFuture as _, ViaOtherOutput as _};
-                (&&#private::Output::of(#output)).d1_output()
+                (&&#private::Output::of(#output)).d1_retry_output()
             }
         };
         let tell = self.observe_access(access, span);
@@ -384,7 +384,7 @@ impl Finder<'_> {
         let span = expr.span();
         let statement = Ident::new("__d1_retry_statement", Span::mixed_site());
         let by = Ident::new("__d1_retry_by", Span::mixed_site());
-        let site = quote_spanned!(span=> (&&#private::Receiver::of(#statement)).d1_site());
+        let site = quote_spanned!(span=> (&&#private::Receiver::of(#statement)).d1_retry_site());
         // The record or the name the observation goes to is handed in, not captured, so
         // that the closure is a `fn` pointer and `made_statement` one function per
         // statement type rather than one per site.
@@ -427,7 +427,7 @@ impl Finder<'_> {
         unborrowed: bool,
     ) -> TokenStream {
         let private = &self.names.private;
-        let site = quote_spanned!(span=> (&&#private::Receiver::of(&#receiver)).d1_site());
+        let site = quote_spanned!(span=> (&&#private::Receiver::of(&#receiver)).d1_retry_site());
         if unborrowed {
             let operation = &self.names.operation;
             quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own, #operation))
@@ -473,7 +473,7 @@ impl Finder<'_> {
                 {
                     #[allow(unused_imports)]
                     use #private::{ViaD1Prepare as _, ViaOtherPrepare as _};
-                    (&&#receiver).d1_prepare()
+                    (&&#receiver).d1_retry_prepare()
                 }
             };
             self.observe_access(access, span)
@@ -545,7 +545,7 @@ impl Finder<'_> {
                 {
                     #[allow(unused_imports)]
                     use #private::{ViaD1Prepare as _, ViaOtherPrepare as _};
-                    (&&#private::Receiver::<#named>::named()).d1_prepare()
+                    (&&#private::Receiver::<#named>::named()).d1_retry_prepare()
                 }
             }
         } else if runs("exec") || runs("batch") {

@@ -250,7 +250,8 @@ impl Finder<'_> {
         let span = db.span();
         let receiver =
             |receiver: TokenStream| quote_spanned!(span=> #private::Receiver::of(#receiver));
-        let dispatch = |receiver: TokenStream| quote_spanned!(span=> (&&#receiver).d1_prepare());
+        let dispatch =
+            |receiver: TokenStream| quote_spanned!(span=> (&&#receiver).d1_retry_prepare());
         let bare = strip_parens(db);
         // The user's method lookup repeated in code that never runs, to refuse a `prepare`
         // of the user's that takes a D1 database by value (`by_value.rs`).
@@ -316,7 +317,7 @@ impl Finder<'_> {
         let site = Ident::new("__d1_retry_site", Span::mixed_site());
         let check = quote_spanned! {ty.span()=>
             {
-                let #site = (&&#private::Receiver::<#ty>::named()).d1_prepare();
+                let #site = (&&#private::Receiver::<#ty>::named()).d1_retry_prepare();
                 #site
             }
         };
