@@ -539,7 +539,7 @@ mod tests {
         let part = stacked.len() - "ctx ".len();
         assert!(part < HEAD_LEN);
         assert_eq!(streamed(&stacked, 5), Some(FailureClass::MaybeExecuted));
-        // A phrase ending exactly at the end of the kept bytes must show its end.
+        // A phrase followed by a letter within the kept bytes is another message.
         let filled = format!(
             "ctx {}Network connection lost{}",
             "D1_ERROR: ".repeat(7),
@@ -547,6 +547,21 @@ mod tests {
         );
         assert_eq!(streamed(&filled, 5), None);
         assert_eq!(message_class(&filled), FailureClass::Permanent);
+        // A phrase that ends exactly where the kept bytes end is whole only if the message
+        // ends there too: the part knows it was cut when more came after it.
+        let exact = format!(
+            "{}Internal error in D1 DB storage caused object to be reset",
+            "D1_ERROR: ".repeat(5)
+        );
+        assert_eq!(exact.len(), HEAD_LEN);
+        let ends = format!("ctx {exact}");
+        assert_eq!(streamed(&ends, 5), Some(FailureClass::MaybeExecuted));
+        assert_eq!(message_class(&ends), FailureClass::MaybeExecuted);
+        let goes_on = format!("ctx {exact}X");
+        for piece in [1, 5, goes_on.len()] {
+            assert_eq!(streamed(&goes_on, piece), None, "piece {piece}");
+        }
+        assert_eq!(message_class(&goes_on), FailureClass::Permanent);
     }
 
     #[test]

@@ -141,6 +141,13 @@ impl PartScan {
             // it is found once the parts before it are read.
             let code_ends = self.code.matched(byte, self.last);
             self.last = Some(byte);
+            if self.len == HEAD_LEN {
+                // The oldest part has its bytes and goes on past them. Judged only now, as
+                // a byte comes after them: a part that fills them and ends the text is
+                // whole ([`verdicts`](Self::verdicts)), as `of_message` reads it.
+                self.read.add(start_class(&self.kept, false));
+                self.next_part();
+            }
             if self.len > 0 {
                 self.keep(byte);
             } else if code_ends {
@@ -161,11 +168,6 @@ impl PartScan {
         if let Some(slot) = self.kept.get_mut(self.len) {
             *slot = byte;
             self.len += 1;
-        }
-        if self.len == HEAD_LEN {
-            // The oldest part has its bytes, and goes on past them.
-            self.read.add(start_class(&self.kept, false));
-            self.next_part();
         }
     }
 
@@ -287,6 +289,29 @@ mod tests {
             assert_eq!(of_message(text.as_bytes()), *expected, "{text:?}");
             for piece in [1, 2, 3, 7, 64, text.len().max(1)] {
                 assert_eq!(streamed(text, piece), *expected, "{text:?} in {piece}s");
+            }
+        }
+    }
+
+    /// A part exactly as long as the bytes kept of it: whole if the text ends there, as a
+    /// message held whole reads it, and cut if anything comes after, even the period that
+    /// would end the phrase (the kept bytes leave no room to see it; the parts behind it,
+    /// shorter, see theirs).
+    #[test]
+    fn a_part_that_fills_its_kept_bytes_is_whole_only_at_the_text_s_end() {
+        let part = format!(
+            "{}Internal error in D1 DB storage caused object to be reset",
+            "D1_ERROR: ".repeat(5)
+        );
+        assert_eq!(part.len(), HEAD_LEN);
+        for (text, expected) in [
+            (format!("ctx {part}"), set(&[LOST])),
+            (format!("ctx {part}."), set(&[None, LOST])),
+            (format!("ctx {part}X"), set(&[None])),
+        ] {
+            assert_eq!(of_message(text.as_bytes()), expected, "{text}");
+            for piece in [1, 3, text.len()] {
+                assert_eq!(streamed(&text, piece), expected, "{text}, piece {piece}");
             }
         }
     }
