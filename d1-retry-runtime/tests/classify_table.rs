@@ -1058,6 +1058,79 @@ fn classifying_allocates_nothing() {
     assert!(test_support::allocations() > before);
 }
 
+/// A message built of D1's own pieces (its codes, prefixes and phrases, cut or whole), a
+/// user's text and padding, so that its parts fall everywhere against the bytes the
+/// streamed readers keep (107 of a start or a part): a user's lead, a run of D1 prefixes, a
+/// phrase and what follows it (which makes a part of exactly 107 bytes often enough), or
+/// the same pieces in any order.
+fn pieced_message() -> impl Strategy<Value = String> {
+    let phrase = prop_oneof![
+        prop::sample::select(DOCUMENTED.map(|(phrase, _)| phrase.to_owned()).to_vec()),
+        (0..DOCUMENTED.len(), 1usize..8).prop_map(|(index, cut)| {
+            let phrase = DOCUMENTED[index].0;
+            phrase[..phrase.len().saturating_sub(cut)].to_owned()
+        }),
+    ];
+    let word = prop::sample::select(
+        [
+            "D1_ERROR: ",
+            "Error: ",
+            "D1_EXEC_ERROR: ",
+            "D1_TYPE_ERROR",
+            "D1_",
+            "SQLITE_BUSY",
+            "internal error; reference = 1f2e",
+            ".",
+            " ",
+            "\n",
+            ": ",
+            "X",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    );
+    let free = prop::collection::vec(
+        prop_oneof![
+            phrase.clone(),
+            word.clone(),
+            (0usize..110).prop_map(|n| "x".repeat(n)),
+            "[a-z ]{1,12}",
+        ],
+        1..8,
+    )
+    .prop_map(|pieces| pieces.concat());
+    let shaped = (
+        prop::sample::select(vec!["", "ctx ", "Database error: ", "x"]),
+        prop::collection::vec(prop::sample::select(vec!["D1_ERROR: ", "Error: "]), 0..10),
+        phrase,
+        prop::collection::vec(word, 0..3),
+    )
+        .prop_map(|(lead, prefixes, phrase, tail)| {
+            format!("{lead}{}{phrase}{}", prefixes.concat(), tail.concat())
+        });
+    prop_oneof![shaped, free]
+}
+
+proptest! {
+    // Seeded, so that a run is repeated exactly; no failure file.
+    #![proptest_config(ProptestConfig {
+        cases: 2048,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0xD1_2026_1205),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// The ways of reading one message (held whole, streamed in pieces of any size, as a
+    /// `Display`) agree on texts made of D1's own pieces, which arbitrary strings almost
+    /// never hold.
+    #[test]
+    fn a_message_of_d1_pieces_reads_alike_every_way(message in pieced_message(), piece in 1usize..40) {
+        let class = classify_message(&message);
+        prop_assert_eq!(classify_display(&message), class, "{:?}", message);
+        prop_assert_eq!(classify(&chunked(&message, piece)), class, "{:?}", message);
+    }
+}
+
 proptest! {
     #[test]
     fn any_text_is_classified_without_panicking_and_consistently(text in any::<String>(), piece in 1usize..16) {
