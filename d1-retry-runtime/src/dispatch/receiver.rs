@@ -1069,63 +1069,6 @@ mod tests {
         assert_eq!(crate::retry::scope::writes(), on_thread.wrapping_add(2));
     }
 
-    /// The SQL a statement holds is read through every wrapper that passes its mark on
-    /// (references, pointers, guards, `SendWrapper`): a write held in one stays a write,
-    /// a read a read, and nothing to read is a write.
-    #[test]
-    fn held_sql_is_read_through_every_wrapper() {
-        struct Held(Option<&'static str>);
-        impl D1Receiver for Held {
-            const D1_CALLS: D1Calls = D1Calls::STATEMENT;
-            fn d1_held_sql_read_only(&self) -> Option<bool> {
-                self.0.map(is_read_only_prepared)
-            }
-        }
-        // Called by its trait's path, so that the wrapper's own impl answers, not the
-        // inner type's reached by auto-deref.
-        fn read<T: D1Receiver + ?Sized>(wrapper: &T) -> Option<bool> {
-            D1Receiver::d1_held_sql_read_only(wrapper)
-        }
-        // A macro, not a loop: each wrapper is a type of its own.
-        macro_rules! through {
-            ($wrap:expr) => {{
-                let wrap = $wrap;
-                [
-                    read(&wrap(Held(Some("SELECT 1")))),
-                    read(&wrap(Held(Some("DELETE FROM t")))),
-                    read(&wrap(Held(None))),
-                ]
-            }};
-        }
-        let expected = [Some(true), Some(false), None];
-        assert_eq!(through!(|held| held), expected);
-        assert_eq!(through!(Box::new), expected);
-        assert_eq!(through!(Rc::new), expected);
-        assert_eq!(through!(Arc::new), expected);
-        assert_eq!(through!(ManuallyDrop::new), expected);
-        assert_eq!(through!(|held| Box::new(Rc::new(held))), expected);
-        for held in [
-            Held(Some("SELECT 1")),
-            Held(Some("DELETE FROM t")),
-            Held(None),
-        ] {
-            let inner = read(&held);
-            assert_eq!(read(&&held), inner);
-            let mut held = held;
-            assert_eq!(read(&&mut held), inner);
-            let cell = std::cell::RefCell::new(held);
-            assert_eq!(read(&cell.borrow()), inner);
-            assert_eq!(read(&cell.borrow_mut()), inner);
-            let lock = std::sync::Mutex::new(cell.into_inner());
-            assert_eq!(read(&lock.lock().unwrap()), inner);
-            let lock = std::sync::RwLock::new(lock.into_inner().unwrap());
-            assert_eq!(read(&lock.read().unwrap()), inner);
-            assert_eq!(read(&lock.write().unwrap()), inner);
-        }
-        #[cfg(feature = "worker")]
-        assert_eq!(through!(worker::send::SendWrapper), expected);
-    }
-
     /// Where the access handed to the site is out of sight, the statement's own SQL decides,
     /// read where the execution begins; a call the type does not have is never retried.
     #[test]
