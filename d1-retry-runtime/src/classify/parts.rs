@@ -144,7 +144,7 @@ impl PartScan {
             if self.len == HEAD_LEN {
                 // The oldest part has its bytes and goes on past them. Judged only now, as
                 // a byte comes after them: a part that fills them and ends the text is
-                // whole ([`verdicts`](Self::verdicts)), as `of_message` reads it.
+                // whole (`verdicts` reads it), as `of_message` reads it.
                 self.read.add(start_class(&self.kept, false));
                 self.next_part();
             }
