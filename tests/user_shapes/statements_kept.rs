@@ -189,6 +189,56 @@ impl Looper {
         Ok(r.rows().len() as i64)
     }
 
+    /// A labelled block whose value is an `if` that breaks out of the block with a write:
+    /// the `break` chooses the statement, it does not leave the `let`. Unformatted: rustfmt
+    /// puts a `;` after the `break`, which makes the branch a block with a statement.
+    #[rustfmt::skip]
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn chosen_by_break_in_the_value(&self, write: bool) -> Result<i64, Error> {
+        let stmt = 'pick: {
+            if write {
+                break 'pick self.db.prepare("INSERT INTO orders (item) VALUES ('tailbrk')")
+            } else {
+                self.db.prepare(READ_N)
+            }
+        };
+        let r = stmt.all().await?;
+        self.effects.push("ran");
+        Ok(r.rows().len() as i64)
+    }
+
+    /// A statement bound again to a labelled block whose `if` either breaks out with a
+    /// write or keeps the read it held (unformatted, as above).
+    #[rustfmt::skip]
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn rebound_by_break(&self, write: bool) -> Result<i64, Error> {
+        let stmt = self.db.prepare(READ_N);
+        let stmt = 'pick: {
+            if write {
+                break 'pick self.db.prepare("INSERT INTO orders (item) VALUES ('rebrk')")
+            } else {
+                stmt.clone()
+            }
+        };
+        let r = stmt.all().await?;
+        self.effects.push("ran");
+        Ok(r.rows().len() as i64)
+    }
+
+    /// A statement assigned over: the name holds a read from its `let`, then a write.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn assigned_over(&self, write: bool) -> Result<i64, Error> {
+        let mut stmt = self.db.prepare(READ_N);
+        if write {
+            stmt = self
+                .db
+                .prepare("INSERT INTO orders (item) VALUES ('assigned')");
+        }
+        let r = stmt.all().await?;
+        self.effects.push("ran");
+        Ok(r.rows().len() as i64)
+    }
+
     /// A read and a write destructured from a tuple, then the names swapped by another.
     #[d1_retry(policy = NO_BUDGET)]
     async fn tuple(&self) -> Result<i64, Error> {
@@ -296,8 +346,9 @@ async fn a_find_then_insert_loop_places_each_item_once_whatever_fails() {
     .await;
 }
 
-/// A statement chosen by a labelled block, a `match` arm's labelled block, `loop`'s
-/// `break` or a deferred `let`: a write lands once, a read is retried.
+/// A statement chosen by a labelled block (also by a `break` in its value, and bound again
+/// so), a `match` arm's labelled block, `loop`'s `break`, a deferred `let` or an
+/// assignment over a read's `let`: a write lands once, a read is retried.
 #[tokio::test(start_paused = true)]
 async fn a_write_chosen_in_a_labelled_block_lands_once_whatever_fails() {
     for write in [false, true] {
@@ -319,6 +370,25 @@ async fn a_write_chosen_in_a_labelled_block_lands_once_whatever_fails() {
         sweep(
             &format!("deferred let, write {write}"),
             |db, effects| async move { Looper { db, effects }.deferred(write).await },
+        )
+        .await;
+        sweep(
+            &format!("break in a labelled block's value, write {write}"),
+            |db, effects| async move {
+                Looper { db, effects }
+                    .chosen_by_break_in_the_value(write)
+                    .await
+            },
+        )
+        .await;
+        sweep(
+            &format!("bound again by a break, write {write}"),
+            |db, effects| async move { Looper { db, effects }.rebound_by_break(write).await },
+        )
+        .await;
+        sweep(
+            &format!("assigned over, write {write}"),
+            |db, effects| async move { Looper { db, effects }.assigned_over(write).await },
         )
         .await;
     }
