@@ -221,6 +221,9 @@ enum Shape {
     HandedBoundIf,
     /// A copy in a tuple written out as the argument: `run_pair((stmt.clone(), 1))`.
     HandedTupleLiteral,
+    /// A copy in a struct written out as the argument: `run_held(Holder { statement:
+    /// stmt.clone(), .. })`.
+    HandedStructLiteral,
 }
 
 /// Runs the statement of the pair it is handed, as a helper of the user's would.
@@ -235,7 +238,13 @@ struct Holder {
     note: &'static str,
 }
 
-const SHAPES: [Shape; 43] = [
+/// Runs the statement of the value it is handed, as a helper of the user's would.
+async fn run_held(holder: Holder) -> Result<D1Result, Error> {
+    assert_eq!(holder.note, "kept");
+    holder.statement.run().await
+}
+
+const SHAPES: [Shape; 44] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -279,6 +288,7 @@ const SHAPES: [Shape; 43] = [
     Shape::HandedBoundBlock,
     Shape::HandedBoundIf,
     Shape::HandedTupleLiteral,
+    Shape::HandedStructLiteral,
 ];
 
 /// An error of the caller's, for `map_err`.
@@ -504,6 +514,13 @@ impl Kept {
             Shape::HandedTupleLiteral => {
                 run_pair((self.statement.clone(), 1)).await?;
             }
+            Shape::HandedStructLiteral => {
+                run_held(Holder {
+                    statement: self.statement.clone(),
+                    note: "kept",
+                })
+                .await?;
+            }
             Shape::HandedMatchArm => match self.statement.clone().bind(&[]) {
                 Ok(bound) => {
                     awaited(bound).await?;
@@ -669,6 +686,13 @@ impl Kept {
             }
             Shape::HandedTupleLiteral => {
                 run_pair((self.statement.clone(), 1)).await?;
+            }
+            Shape::HandedStructLiteral => {
+                run_held(Holder {
+                    statement: self.statement.clone(),
+                    note: "kept",
+                })
+                .await?;
             }
             Shape::HandedMatchArm => match self.statement.clone().bind(&[]) {
                 Ok(bound) => {
