@@ -146,6 +146,8 @@ enum Shape {
     Looped,
     /// Beside a read, in `tokio::join!`.
     Joined,
+    /// A helper's statement awaited itself beside a read, in `tokio::join!`.
+    JoinedHelper,
     /// An element of an array of futures.
     Element,
     /// In an `async move` block that owns all it holds, as a task's future must.
@@ -244,7 +246,7 @@ async fn run_held(holder: Holder) -> Result<D1Result, Error> {
     holder.statement.run().await
 }
 
-const SHAPES: [Shape; 44] = [
+const SHAPES: [Shape; 45] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -253,6 +255,7 @@ const SHAPES: [Shape; 44] = [
     Shape::InBlock,
     Shape::Looped,
     Shape::Joined,
+    Shape::JoinedHelper,
     Shape::Element,
     Shape::Owning,
     Shape::FnPointer,
@@ -358,6 +361,11 @@ impl Kept {
             Shape::Joined => {
                 let read = self.db.prepare("SELECT 2");
                 let (ran, _) = tokio::join!(stmt.run(), read.run());
+                ran?;
+            }
+            Shape::JoinedHelper => {
+                let read = self.db.prepare("SELECT 2");
+                let (ran, _) = tokio::join!(made(&self.db, sql)?, read.run());
                 ran?;
             }
             Shape::Element => {
@@ -610,6 +618,11 @@ impl Kept {
             }
             Shape::AwaitedHelper => {
                 made(&self.db, sql)?.await?;
+            }
+            Shape::JoinedHelper => {
+                let read = self.db.prepare("SELECT 2");
+                let (ran, _) = tokio::join!(made(&self.db, sql)?, read.run());
+                ran?;
             }
             Shape::ByPath => {
                 <D1PreparedStatement>::run(&self.statement).await?;
