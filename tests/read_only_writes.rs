@@ -1379,7 +1379,8 @@ impl Kept {
     /// a function there (2), or in a branch's handler (3); or handed on after a `select!`
     /// of a future bound to a name, which it may not be (4); or bound in a handler and
     /// handed on there (5); or a name a macro of the caller's bound again to a copy, awaited
-    /// as a branch's future (6).
+    /// as a branch's future (6); or awaited itself in a handler (7), or handed to a method
+    /// there (8).
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn run_beside_macros(&self, how: u8) -> Result<i64, Error> {
         note!();
@@ -1432,6 +1433,20 @@ impl Kept {
                     }
                 }
             }
+            7 => {
+                tokio::select! {
+                    () = core::future::ready(()) => {
+                        self.statement.clone().await?;
+                    }
+                }
+            }
+            8 => {
+                tokio::select! {
+                    () = core::future::ready(()) => {
+                        self.run_handed(self.statement.clone()).await?;
+                    }
+                }
+            }
             // A future of another function's, bound to a name first: no statement.
             _ => {
                 let nap = core::future::ready(());
@@ -1445,10 +1460,17 @@ impl Kept {
     }
 }
 
+impl Kept {
+    /// Runs the statement it is handed, as a method of the user's would.
+    async fn run_handed(&self, statement: D1PreparedStatement) -> Result<D1Result, Error> {
+        statement.run().await
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     const WRITE: &str = "INSERT INTO orders (item) VALUES ('kept')";
-    for how in 0..5 {
+    for how in 0..9 {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         assert!(
             kept(&db, WRITE).run_beside_macros(how).await.is_ok(),
@@ -1460,7 +1482,17 @@ async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     // what `select!` awaits cannot be, and counts as a write: the body is not run again,
     // and the nested read is retried on its own.
     const OTHER_READ: &str = "SELECT 1 AS n";
-    for (how, reads) in [(0, 2), (1, 1), (2, 1), (3, 1), (4, 2), (5, 1), (6, 1)] {
+    for (how, reads) in [
+        (0, 2),
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (4, 2),
+        (5, 1),
+        (6, 1),
+        (7, 1),
+        (8, 1),
+    ] {
         let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
         let counted = kept(&db, OTHER_READ).run_beside_macros(how).await;
         assert_eq!(counted.unwrap(), 0, "how: {how}");
