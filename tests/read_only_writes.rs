@@ -177,6 +177,9 @@ enum Shape {
     HandedBlock,
     /// The same, a copy chosen by `if`: `awaited(if .. { a.clone() } else { .. })`.
     HandedIf,
+    /// The same, the other branch a panic: `awaited(if .. { unreachable!() } else {
+    /// a.clone() })` (with time limits, `unreachable!();`, a statement).
+    HandedIfPanicking,
     /// The same, a copy chosen by `match`.
     HandedMatch,
     /// The same, a copy bound to a name first: `let copy = ..clone(); awaited(copy)`.
@@ -246,7 +249,7 @@ async fn run_held(holder: Holder) -> Result<D1Result, Error> {
     holder.statement.run().await
 }
 
-const SHAPES: [Shape; 45] = [
+const SHAPES: [Shape; 46] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -269,6 +272,7 @@ const SHAPES: [Shape; 45] = [
     Shape::HandedBound,
     Shape::HandedBlock,
     Shape::HandedIf,
+    Shape::HandedIfPanicking,
     Shape::HandedMatch,
     Shape::HandedName,
     Shape::HandedUnwrapped,
@@ -416,6 +420,14 @@ impl Kept {
             Shape::HandedIf => {
                 awaited(if sql.is_empty() {
                     self.statement.to_owned()
+                } else {
+                    self.statement.clone()
+                })
+                .await?;
+            }
+            Shape::HandedIfPanicking => {
+                awaited(if sql.is_empty() {
+                    unreachable!("the test hands the function its SQL")
                 } else {
                     self.statement.clone()
                 })
@@ -755,6 +767,14 @@ impl Kept {
                     if !sql.is_empty() {
                         break 'kept self.statement.to_owned();
                     }
+                    self.statement.clone()
+                })
+                .await?;
+            }
+            Shape::HandedIfPanicking => {
+                awaited(if sql.is_empty() {
+                    unreachable!("the test hands the function its SQL");
+                } else {
                     self.statement.clone()
                 })
                 .await?;
