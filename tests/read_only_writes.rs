@@ -226,6 +226,9 @@ enum Shape {
     HandedBoundIf,
     /// A copy in a tuple written out as the argument: `run_pair((stmt.clone(), 1))`.
     HandedTupleLiteral,
+    /// A copy taken apart from a `&mut` where the tuple is built: `let (s, sink) =
+    /// (stmt.clone(), &mut out)`, handed on.
+    HandedTakenApart,
     /// A copy in a struct written out as the argument: `run_held(Holder { statement:
     /// stmt.clone(), .. })`.
     HandedStructLiteral,
@@ -249,7 +252,7 @@ async fn run_held(holder: Holder) -> Result<D1Result, Error> {
     holder.statement.run().await
 }
 
-const SHAPES: [Shape; 46] = [
+const SHAPES: [Shape; 47] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -295,6 +298,7 @@ const SHAPES: [Shape; 46] = [
     Shape::HandedBoundBlock,
     Shape::HandedBoundIf,
     Shape::HandedTupleLiteral,
+    Shape::HandedTakenApart,
     Shape::HandedStructLiteral,
 ];
 
@@ -534,6 +538,13 @@ impl Kept {
             Shape::HandedTupleLiteral => {
                 run_pair((self.statement.clone(), 1)).await?;
             }
+            Shape::HandedTakenApart => {
+                let mut out = Vec::new();
+                let (copy, sink) = (self.statement.clone(), &mut out);
+                push_to(sink);
+                awaited(copy).await?;
+                assert_eq!(out, [1]);
+            }
             Shape::HandedStructLiteral => {
                 run_held(Holder {
                     statement: self.statement.clone(),
@@ -711,6 +722,13 @@ impl Kept {
             }
             Shape::HandedTupleLiteral => {
                 run_pair((self.statement.clone(), 1)).await?;
+            }
+            Shape::HandedTakenApart => {
+                let mut out = Vec::new();
+                let (copy, sink) = (self.statement.clone(), &mut out);
+                push_to(sink);
+                awaited(copy).await?;
+                assert_eq!(out, [1]);
             }
             Shape::HandedStructLiteral => {
                 run_held(Holder {
