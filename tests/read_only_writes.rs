@@ -229,6 +229,14 @@ enum Shape {
     /// A copy taken apart from a `&mut` where the tuple is built: `let (s, sink) =
     /// (stmt.clone(), &mut out)`, handed on.
     HandedTakenApart,
+    /// The same, the pattern typed: `let (s, sink): (D1PreparedStatement, _) = ..`.
+    HandedTakenApartTyped,
+    /// The same from an array beside a helper's statement: `let [s, _] = [stmt.clone(),
+    /// made(..)?]`.
+    HandedTakenApartArray,
+    /// The same from a struct beside a constant: `let Holder { statement, note } =
+    /// Holder { statement: stmt.clone(), note: NOTE }`.
+    HandedTakenApartStruct,
     /// A copy in a struct written out as the argument: `run_held(Holder { statement:
     /// stmt.clone(), .. })`.
     HandedStructLiteral,
@@ -239,6 +247,9 @@ async fn run_pair(pair: (D1PreparedStatement, usize)) -> Result<D1Result, Error>
     assert_eq!(pair.1, 1);
     pair.0.run().await
 }
+
+/// A note a [`Holder`] may keep, named rather than written out.
+const NOTE: &str = "kept";
 
 /// A value of the user's holding a statement's copy.
 struct Holder {
@@ -252,7 +263,7 @@ async fn run_held(holder: Holder) -> Result<D1Result, Error> {
     holder.statement.run().await
 }
 
-const SHAPES: [Shape; 47] = [
+const SHAPES: [Shape; 50] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -299,6 +310,9 @@ const SHAPES: [Shape; 47] = [
     Shape::HandedBoundIf,
     Shape::HandedTupleLiteral,
     Shape::HandedTakenApart,
+    Shape::HandedTakenApartTyped,
+    Shape::HandedTakenApartArray,
+    Shape::HandedTakenApartStruct,
     Shape::HandedStructLiteral,
 ];
 
@@ -545,6 +559,27 @@ impl Kept {
                 awaited(copy).await?;
                 assert_eq!(out, [1]);
             }
+            Shape::HandedTakenApartTyped => {
+                let mut out = Vec::new();
+                let (copy, sink): (D1PreparedStatement, &mut Vec<u8>) =
+                    (self.statement.clone(), &mut out);
+                push_to(sink);
+                awaited(copy).await?;
+                assert_eq!(out, [1]);
+            }
+            Shape::HandedTakenApartArray => {
+                let [copy, other] = [self.statement.clone(), made(&self.db, "SELECT 3")?];
+                awaited(copy).await?;
+                drop(other);
+            }
+            Shape::HandedTakenApartStruct => {
+                let Holder { statement, note } = Holder {
+                    statement: self.statement.clone(),
+                    note: NOTE,
+                };
+                awaited(statement).await?;
+                assert_eq!(note, NOTE);
+            }
             Shape::HandedStructLiteral => {
                 run_held(Holder {
                     statement: self.statement.clone(),
@@ -729,6 +764,27 @@ impl Kept {
                 push_to(sink);
                 awaited(copy).await?;
                 assert_eq!(out, [1]);
+            }
+            Shape::HandedTakenApartTyped => {
+                let mut out = Vec::new();
+                let (copy, sink): (D1PreparedStatement, &mut Vec<u8>) =
+                    (self.statement.clone(), &mut out);
+                push_to(sink);
+                awaited(copy).await?;
+                assert_eq!(out, [1]);
+            }
+            Shape::HandedTakenApartArray => {
+                let [copy, other] = [self.statement.clone(), made(&self.db, "SELECT 3")?];
+                awaited(copy).await?;
+                drop(other);
+            }
+            Shape::HandedTakenApartStruct => {
+                let Holder { statement, note } = Holder {
+                    statement: self.statement.clone(),
+                    note: NOTE,
+                };
+                awaited(statement).await?;
+                assert_eq!(note, NOTE);
             }
             Shape::HandedStructLiteral => {
                 run_held(Holder {
