@@ -1,6 +1,7 @@
 //! Statements held and chosen: kept in an `Option` field and taken, prepared once and bound
-//! in loops with `continue`, early `return` and labelled `break`, picked by labelled blocks,
-//! `loop`s and deferred `let`s, destructured from tuples (names swapped), kept in struct
+//! in loops with `continue`, early `return` and labelled `break`, picked by labelled blocks
+//! (by a `break` in their value too), `loop`s, deferred `let`s and an assignment over a
+//! read, destructured from tuples (names swapped), kept in struct
 //! fields, `Vec`s, a `Mutex` queue, a `RefCell` and a `HashMap`, shadowed in inner blocks,
 //! prepared under one name from dynamic SQL, and awaited themselves.
 
