@@ -149,10 +149,18 @@ impl Users {
         Ok(found)
     }
 
-    /// Declared read-only, with dynamic SQL.
+    /// Declared read-only, with dynamic SQL: a body that is one D1 call, retried as that
+    /// call.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn query(&self, sql: &str) -> Result<u64, DbError> {
         self.db.prepare(sql).run().await
+    }
+
+    /// Declared read-only, with dynamic SQL and then a read: a whole body.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn query_then_read(&self, sql: &str) -> Result<u64, DbError> {
+        self.db.prepare(sql).run().await?;
+        self.db.prepare("SELECT 1").run().await
     }
 }
 
@@ -377,7 +385,7 @@ async fn read_only_dynamic_write_is_treated_as_a_write_and_logged() {
     let (logs, _guard) = Logs::capture();
     let users = Users::new(FakeDb::failing(&[NETWORK_LOST]));
     assert_eq!(
-        users.query("DELETE FROM users").await,
+        users.query_then_read("DELETE FROM users").await,
         Err(DbError::new(NETWORK_LOST))
     );
     assert_eq!(users.db.calls(), 1);
@@ -391,14 +399,51 @@ async fn read_only_dynamic_write_is_treated_as_a_write_and_logged() {
     // retried, even when D1 was not reached.
     let users = Users::new(FakeDb::failing(&[NOT_REACHED]));
     assert_eq!(
-        users.query("DELETE FROM users").await,
+        users.query_then_read("DELETE FROM users").await,
         Err(DbError::new(NOT_REACHED))
     );
     assert_eq!(users.db.calls(), 1);
+    let users = Users::new(FakeDb::new([Succeed, fake_db::Fail(NOT_REACHED)]));
+    assert_eq!(
+        users.query_then_read("DELETE FROM users").await,
+        Err(DbError::new(NOT_REACHED))
+    );
+    assert_eq!(users.db.calls(), 2, "the delete ran once");
 
     // And a read is retried whatever the failure.
-    let users = Users::new(FakeDb::failing(&[NETWORK_LOST]));
+    let users = Users::new(FakeDb::new([Succeed, fake_db::Fail(NETWORK_LOST)]));
+    assert_eq!(users.query_then_read("SELECT 2").await, Ok(1));
+    assert_eq!(users.db.calls(), 4, "both reads again");
+}
+
+// A `read_only` body that is one D1 call: that call is retried on its own, as the
+// default mode retries it, which is the whole body's retry less the rebuilding of its
+// statement.
+
+#[tokio::test(start_paused = true)]
+async fn a_read_only_body_of_one_call_is_retried_as_that_call() {
+    let (logs, _guard) = Logs::capture();
+    // A read, whatever the failure.
+    let users = Users::new(FakeDb::failing(&[NETWORK_LOST, NOT_REACHED]));
     assert_eq!(users.query("SELECT 1").await, Ok(1));
+    assert_eq!(users.db.calls(), 3);
+    assert_eq!(users.db.prepared(), 1, "the statement is built once");
+
+    // Dynamic SQL that writes is a write: after D1 may have run it, not retried.
+    let users = Users::new(FakeDb::failing(&[NETWORK_LOST]));
+    assert_eq!(
+        users.query("DELETE FROM users").await,
+        Err(DbError::new(NETWORK_LOST))
+    );
+    assert_eq!(users.db.calls(), 1);
+    let text = logs.text();
+    assert!(
+        text.contains("maybe_executed_write") && text.contains("Users::query"),
+        "{text}"
+    );
+    // Before D1 ran it, it is, as any write's: the one call that failed ran nothing.
+    let users = Users::new(FakeDb::failing(&[NOT_REACHED]));
+    assert_eq!(users.query("DELETE FROM users").await, Ok(1));
     assert_eq!(users.db.calls(), 2);
 }
 
@@ -423,9 +468,19 @@ impl Accounts {
         Ok(found)
     }
 
-    /// Returns a transient error of its own on the first attempt.
+    /// Returns a transient error of its own on the first attempt, in a whole body.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn flaky(&self, attempts: &std::sync::atomic::AtomicU32) -> Result<u64, DbError> {
+        if attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+            return Err(DbError::new(NETWORK_LOST));
+        }
+        self.db.prepare("SELECT 1").run().await?;
+        self.db.prepare("SELECT 2").run().await
+    }
+
+    /// The same in a body that is one D1 call, whose retries are that call's.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn flaky_call(&self, attempts: &std::sync::atomic::AtomicU32) -> Result<u64, DbError> {
         if attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
             return Err(DbError::new(NETWORK_LOST));
         }
@@ -461,7 +516,17 @@ async fn early_return_ends_the_attempt() {
     let attempts = std::sync::atomic::AtomicU32::new(0);
     assert_eq!(accounts.flaky(&attempts).await, Ok(1));
     assert_eq!(attempts.into_inner(), 2);
-    assert_eq!(accounts.db.calls(), 1);
+    assert_eq!(accounts.db.calls(), 2);
+
+    // A body that is one D1 call retries that call's failures: an error it returns
+    // without one is not a D1 failure, and is returned.
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    assert_eq!(
+        accounts.flaky_call(&attempts).await,
+        Err(DbError::new(NETWORK_LOST))
+    );
+    assert_eq!(attempts.into_inner(), 1);
+    assert_eq!(accounts.db.calls(), 2);
 }
 
 // Options.

@@ -80,6 +80,13 @@ mod hostile {
             self.db.prepare(sql).run().await
         }
 
+        /// The same in a whole body: a second `.await` keeps it from being one D1 call.
+        #[d1_retry(read_only, max_attempts = 2, base_delay_ms = 1, max_delay_ms = 2)]
+        pub async fn dynamic_whole(&mut self, sql: &str) -> ::core::result::Result<u32, DbError> {
+            ::core::future::ready(()).await;
+            self.db.prepare(sql).run().await
+        }
+
         #[d1_retry(policy = FAST, name = "repo.constant")]
         pub async fn constant(&self) -> ::core::result::Result<u32, String> {
             self.db.prepare(FIND).run().await.map_err(|e| e.to_string())
@@ -115,6 +122,7 @@ fn repo() -> Repo {
 async fn every_shape_retries_in_a_hostile_caller() {
     assert_eq!(repo().literal().await.ok(), Some(2));
     assert_eq!(repo().dynamic("SELECT 1").await.ok(), Some(2));
+    assert_eq!(repo().dynamic_whole("SELECT 1").await.ok(), Some(2));
     assert_eq!(repo().constant().await.ok(), Some(2));
     assert_eq!(repo().several().await.ok(), Some(3));
     assert_eq!(repo().batch().await.ok(), Some(2));

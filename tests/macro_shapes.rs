@@ -232,15 +232,26 @@ async fn display_error<E: Display + From<DbError>>(db: &FakeDb) -> Result<u64, E
     Ok(db.prepare("SELECT 1").run().await?)
 }
 
-/// The same, retried as a whole: then only the converted error is there to read.
+/// The same, retried as a whole: then only the converted error is there to read. (The
+/// second `.await` keeps the body from being one D1 call, which is retried as that call:
+/// `display_error_one_call`.)
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn display_error_whole<E: Display + From<DbError>>(db: &FakeDb) -> Result<u64, E> {
+    core::future::ready(()).await;
+    Ok(db.prepare("SELECT 1").run().await?)
+}
+
+/// A `read_only` body that is one D1 call: its call's failure is classified before `?`
+/// converts it, as in the default mode.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn display_error_one_call<E: Display + From<DbError>>(db: &FakeDb) -> Result<u64, E> {
     Ok(db.prepare("SELECT 1").run().await?)
 }
 
 /// Retried as a whole, the error type behind an alias: read through `AsRef<dyn Error>`.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn anyhow_error_whole(db: &FakeDb) -> anyhow::Result<u64> {
+    core::future::ready(()).await;
     Ok(db.prepare("SELECT 1").run().await?)
 }
 
@@ -265,6 +276,7 @@ impl std::error::Error for Loading {
 /// included.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn local_boxed_error_whole(db: &FakeDb) -> Result<u64, Box<dyn std::error::Error>> {
+    core::future::ready(()).await;
     Ok(db.prepare("SELECT 1").run().await.map_err(Loading)?)
 }
 
@@ -340,6 +352,11 @@ async fn every_supported_error_type_is_classified() {
     assert_eq!(db.calls(), 1);
     let db = FakeDb::failing(&[NETWORK_LOST]);
     assert_eq!(display_error_whole::<Text>(&db).await, Ok(1));
+    assert_eq!(db.calls(), 2);
+    // A `read_only` body that is one D1 call is retried as that call, whose failure is
+    // read before the conversion hides it.
+    let db = FakeDb::failing(&[NETWORK_LOST]);
+    assert!(display_error_one_call::<Opaque>(&db).await.is_ok());
     assert_eq!(db.calls(), 2);
     let db = FakeDb::failing(&[NETWORK_LOST]);
     assert_eq!(anyhow_error_whole(&db).await.ok(), Some(1));

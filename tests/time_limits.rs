@@ -168,6 +168,8 @@ async fn read_by_300ms(db: &Db) -> Result<u32, DbError> {
 
 #[d1_retry(read_only, policy = NO_BUDGET, attempt_timeout_ms = 2000)]
 async fn whole_read(db: &Db) -> Result<u32, DbError> {
+    // A second `.await`: a body of one D1 call is retried as that call.
+    core::future::ready(()).await;
     db.prepare("SELECT count(*) FROM users").run().await
 }
 
@@ -320,6 +322,7 @@ async fn a_policy_constant_with_limits_cuts_a_call_and_a_whole_body() {
     }
     #[d1_retry(read_only, policy = LIMITED)]
     async fn whole_body(db: &Db) -> Result<u32, DbError> {
+        core::future::ready(()).await;
         db.prepare("SELECT 1").run().await
     }
     #[d1_retry(idempotent, policy = LIMITED)]

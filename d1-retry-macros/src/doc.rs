@@ -4,9 +4,21 @@
 use crate::executions::{Execution, Found, Left, Mode};
 use crate::sql::Sql;
 
-/// The paragraph for a function whose executions are `found`; `retries` is the number of
-/// retries a call may make in all, as the user would say it.
-pub(crate) fn paragraph(found: &Found, mode: Mode, retries: &str) -> String {
+/// The paragraph for a function whose executions are `found`, declared in the mode
+/// `declared` and expanded in `mode` (a `read_only` body that is one D1 call is expanded
+/// per call); `retries` is the number of retries a call may make in all, as the user would
+/// say it.
+pub(crate) fn paragraph(found: &Found, declared: Mode, mode: Mode, retries: &str) -> String {
+    if declared != mode
+        && let [execution] = found.executions.as_slice()
+    {
+        return format!(
+            "\n\n**Retries** (`#[d1_retry(read_only)]`): the body is one D1 call, retried \
+             on its own after any transient D1 failure, {retries} in all, unless its SQL may \
+             write, when only a failure that did not reach D1 is: {}",
+            line(execution)
+        );
+    }
     match mode {
         Mode::WholeBody { read_only } => {
             let option = if read_only { "read_only" } else { "idempotent" };
@@ -184,7 +196,7 @@ mod tests {
             probes_errors: false,
             observes_held: false,
         };
-        let per_call = paragraph(&found, Mode::PerCall, "4 retries");
+        let per_call = paragraph(&found, Mode::PerCall, Mode::PerCall, "4 retries");
         assert!(
             per_call.contains("0 calls named like D1 executions"),
             "{per_call}"
@@ -192,20 +204,67 @@ mod tests {
         assert!(per_call.contains("its SQL judged where D1's own `prepare` made it"));
         assert!(per_call.contains("else read from D1's statement when it runs"));
         assert!(per_call.contains("They share 4 retries in all"));
-        let read_only = paragraph(&found, Mode::WholeBody { read_only: true }, "4 retries");
+        let read_only = paragraph(
+            &found,
+            Mode::WholeBody { read_only: true },
+            Mode::WholeBody { read_only: true },
+            "4 retries",
+        );
         assert!(
             read_only.contains("`#[d1_retry(read_only)]`"),
             "{read_only}"
         );
         assert!(read_only.contains("the function only reads"));
         assert!(read_only.contains("made out of sight (read when it runs)"));
-        let idempotent = paragraph(&found, Mode::WholeBody { read_only: false }, "2 retries");
+        let idempotent = paragraph(
+            &found,
+            Mode::WholeBody { read_only: false },
+            Mode::WholeBody { read_only: false },
+            "2 retries",
+        );
         assert!(!idempotent.contains("not run again"), "{idempotent}");
         assert!(
             idempotent.contains("`#[d1_retry(idempotent)]`"),
             "{idempotent}"
         );
         assert!(idempotent.contains("2 retries in all"));
+    }
+
+    /// A `read_only` body expanded per call (one D1 call) names the option and the call.
+    #[test]
+    fn a_read_only_body_of_one_call_says_it_is_retried_as_that_call() {
+        let found = Found {
+            executions: vec![Execution {
+                method: "first".to_owned(),
+                sql: vec![Sql::Dynamic],
+                left: Left::No,
+                held: true,
+            }],
+            sql: Vec::new(),
+            probes_errors: false,
+            observes_held: false,
+        };
+        let text = paragraph(
+            &found,
+            Mode::WholeBody { read_only: true },
+            Mode::PerCall,
+            "4 retries",
+        );
+        assert!(text.contains("`#[d1_retry(read_only)]`"), "{text}");
+        assert!(text.contains("the body is one D1 call"), "{text}");
+        assert!(text.contains("4 retries in all"), "{text}");
+        assert!(
+            text.contains("`first` dynamic SQL (scanned when it is prepared)"),
+            "{text}"
+        );
+        // Declared and expanded alike, the paragraph is the mode's own.
+        let whole = paragraph(
+            &found,
+            Mode::WholeBody { read_only: true },
+            Mode::WholeBody { read_only: true },
+            "4 retries",
+        );
+        assert!(!whole.contains("one D1 call"), "{whole}");
     }
 
     /// Each execution's line names its SQL as the attribute saw it.

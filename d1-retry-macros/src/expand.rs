@@ -11,7 +11,7 @@ use syn::{Block, Ident, Type};
 use crate::attr::Options;
 use crate::executions::{self, Mode, Names};
 use crate::item::{Checked, Function, Shape, is_method};
-use crate::{doc, valid};
+use crate::{doc, one_call, valid};
 
 pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let options = Options::parse(args)?;
@@ -30,7 +30,8 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         None => quote!(::d1_retry),
     };
     let private = quote!(#krate::__private);
-    let mode = if options.read_only() {
+    // The mode the options declare; `mode` below is the one the body is expanded in.
+    let declared = if options.read_only() {
         Mode::WholeBody { read_only: true }
     } else if options.idempotent() {
         Mode::WholeBody { read_only: false }
@@ -82,9 +83,26 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let block = match &mut function.shape {
         Shape::Async { block, .. } | Shape::Boxed { block, .. } => block,
     };
-    let found = executions::rewrite(block, mode, &names, &params);
-    valid::check(&found, mode, &function.sig.ident)?;
-    let doc = doc::paragraph(&found, mode, &retries(&options));
+    // A `read_only` body that is one D1 call is that call retried on its own (`one_call.rs`).
+    let one_call = (declared == Mode::WholeBody { read_only: true } && one_call::may_be(block))
+        .then(|| {
+            let mut per_call = block.clone();
+            let found = executions::rewrite(&mut per_call, Mode::PerCall, &names, &params);
+            (per_call, found)
+        })
+        .filter(|(_, found)| one_call::is(found));
+    let (mode, found) = match one_call {
+        Some((per_call, found)) => {
+            *block = per_call;
+            (Mode::PerCall, found)
+        }
+        None => (
+            declared,
+            executions::rewrite(block, declared, &names, &params),
+        ),
+    };
+    valid::check(&found, declared, &function.sig.ident)?;
+    let doc = doc::paragraph(&found, declared, mode, &retries(&options));
     let policy_check = policy_check(&options, &krate, held);
 
     let body = match mode {

@@ -3,8 +3,9 @@
 //!
 //! The modules, in the order the attribute runs them: `attr` reads the options, `item` the
 //! function and the shape it takes, `executions` finds the D1 executions of its body (with
-//! `sql` judging their SQL) and rewrites each to be retried on its own, `valid` refuses what
-//! is certainly wrong, `doc` writes the verdict as a doc paragraph, `expand` renders it all,
+//! `sql` judging their SQL) and rewrites each to be retried on its own, `one_call` tells a
+//! `read_only` body that is one D1 call (retried as that call), `valid` refuses what is
+//! certainly wrong, `doc` writes the verdict as a doc paragraph, `expand` renders it all,
 //! and on a mistake `fallback` emits the function unchanged with one error. Each module
 //! imports only those before it: no circle.
 
@@ -15,6 +16,7 @@ mod executions;
 mod expand;
 mod fallback;
 mod item;
+mod one_call;
 mod pointer_call;
 mod sql;
 mod valid;

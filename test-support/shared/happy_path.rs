@@ -293,8 +293,9 @@ impl UserRepo<Instant> {
         self.db.prepare(sql).bind(id).first().await
     }
 
-    /// backon's `Retryable` over the same dynamic read, retried whole as the
-    /// `#[d1_retry(read_only)]` body is (backon scans nothing: its condition is the read's).
+    /// backon's `Retryable` over the same dynamic read, retried whole as a
+    /// `#[d1_retry(read_only)]` body of more than one call is (backon scans nothing: its
+    /// condition is the read's).
     pub async fn query_backon(&self, sql: &str, id: i64) -> Result<Row, DbError> {
         (|| async move { self.db.prepare(sql).bind(id).first().await })
             .retry(BACKON_SCHEDULE)
@@ -302,8 +303,9 @@ impl UserRepo<Instant> {
             .await
     }
 
-    /// Dynamic SQL vouched for: the whole body retried as a read, the SQL scanned where it
-    /// is prepared, to tell a write the body should not have made.
+    /// Dynamic SQL vouched for, in a body that is one D1 call: that call retried on its own
+    /// (as the default mode's), the SQL scanned where it is prepared, to tell a write the
+    /// body should not have made.
     #[d1_retry(read_only)]
     pub async fn query_read_only(&self, sql: &str, id: i64) -> Result<Row, DbError> {
         self.db.prepare(sql).bind(id).first().await

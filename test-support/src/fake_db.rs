@@ -41,6 +41,7 @@ pub const UNIQUE: &str = "UNIQUE constraint failed: users.email: SQLITE_CONSTRAI
 struct State {
     script: VecDeque<Outcome>,
     ran: Vec<String>,
+    prepared: usize,
 }
 
 /// Answers from its script, then succeeds.
@@ -56,6 +57,7 @@ impl FakeDb {
             state: Mutex::new(State {
                 script: script.into_iter().collect(),
                 ran: Vec::new(),
+                prepared: 0,
             }),
         }
     }
@@ -74,6 +76,11 @@ impl FakeDb {
         self.state().ran.len()
     }
 
+    /// How many statements [`prepare`](Self::prepare) made.
+    pub fn prepared(&self) -> usize {
+        self.state().prepared
+    }
+
     /// The SQL sent, in order; a batch's statements joined with " ; ".
     pub fn ran(&self) -> Vec<String> {
         self.state().ran.clone()
@@ -90,6 +97,7 @@ impl FakeDb {
 
     /// A statement of `sql`, run by [`Statement::first`] or [`Statement::run`].
     pub fn prepare(&self, sql: impl Into<String>) -> Statement<'_> {
+        self.state().prepared += 1;
         Statement {
             db: self,
             sql: sql.into(),

@@ -22,7 +22,8 @@
 //! containers and names bound in loops, labelled blocks and patterns; [`concurrency`]
 //! joined, raced, boxed futures and closures; [`sql_forms`] the forms SQL takes in the
 //! source and the D1 calls it goes to; [`errors`] the user's own error types;
-//! [`read_only`] `#[d1_retry(read_only)]` bodies; [`scanner_traps`] SQL meant to fool the
+//! [`read_only`] `#[d1_retry(read_only)]` bodies; [`one_call`] such bodies that are one D1
+//! call, retried as that call; [`scanner_traps`] SQL meant to fool the
 //! read-only scanner, judged by SQLite itself; [`time_limits`] the same kinds of shapes
 //! under an attempt timeout and a deadline (options, or a policy constant), swept with
 //! stalls as well as failures by [`harness::sweep_timed`]; [`nested_read_only`] `read_only`
@@ -52,6 +53,7 @@ mod invalid_inner_policies;
 mod nested_idempotent;
 mod nested_read_only;
 mod nested_unseen_writes;
+mod one_call;
 mod read_only;
 mod scanner_traps;
 mod sql_forms;

@@ -39,6 +39,30 @@ async fn run_held(statement: &D1PreparedStatement) -> Result<(), Error> {
     Ok(())
 }
 
+/// `run_handed`, `exec_handed` and `run_held` are bodies of one D1 call, retried as that
+/// call, whose write the enclosing attempt is told of by the call; these are whole bodies
+/// (the second `.await`), whose attempt's record tells it.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn run_handed_whole(db: &D1Database, sql: &str) -> Result<(), Error> {
+    core::future::ready(()).await;
+    db.prepare(sql).run().await?;
+    Ok(())
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn exec_handed_whole(db: &D1Database, sql: &str) -> Result<(), Error> {
+    core::future::ready(()).await;
+    db.exec(sql).await?;
+    Ok(())
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn run_held_whole(statement: &D1PreparedStatement) -> Result<(), Error> {
+    core::future::ready(()).await;
+    statement.run().await?;
+    Ok(())
+}
+
 /// The read after the nested call: retried call by call where it stands alone.
 #[d1_retry(policy = NO_BUDGET)]
 async fn count(db: &D1Database) -> Result<i64, Error> {
@@ -50,6 +74,9 @@ enum Nested {
     Prepare,
     Exec,
     Held,
+    PrepareWhole,
+    ExecWhole,
+    HeldWhole,
 }
 
 async fn nested(db: &D1Database, how: Nested) -> Result<(), Error> {
@@ -57,6 +84,9 @@ async fn nested(db: &D1Database, how: Nested) -> Result<(), Error> {
         Nested::Prepare => run_handed(db, INSERT).await,
         Nested::Exec => exec_handed(db, INSERT).await,
         Nested::Held => run_held(&db.prepare(INSERT)).await,
+        Nested::PrepareWhole => run_handed_whole(db, INSERT).await,
+        Nested::ExecWhole => exec_handed_whole(db, INSERT).await,
+        Nested::HeldWhole => run_held_whole(&db.prepare(INSERT)).await,
     }
 }
 
@@ -87,7 +117,14 @@ where
 
 #[tokio::test(start_paused = true)]
 async fn an_enclosing_read_only_body_is_not_run_again_after_a_nested_read_only_write() {
-    for how in [Nested::Prepare, Nested::Exec, Nested::Held] {
+    for how in [
+        Nested::Prepare,
+        Nested::Exec,
+        Nested::Held,
+        Nested::PrepareWhole,
+        Nested::ExecWhole,
+        Nested::HeldWhole,
+    ] {
         for timed in [false, true] {
             for (message, timing) in [
                 (Message::NetworkConnectionLost, Timing::AfterExecution),
@@ -114,14 +151,18 @@ async fn an_enclosing_read_only_body_is_not_run_again_after_a_nested_read_only_w
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_is_not_run_again_after_a_nested_read_only_write() {
-    for read_only in [false, true] {
+    for (read_only, whole) in [(false, false), (true, false), (false, true), (true, true)] {
         let (result, inserts, orders) =
             read_fails_once(Fault::new(Message::CannotResolve), |db| async move {
                 Retry::new("report")
                     .policy(NO_BUDGET)
                     .read_only(read_only)
                     .run(|| async {
-                        run_handed(&db, INSERT).await?;
+                        if whole {
+                            run_handed_whole(&db, INSERT).await?;
+                        } else {
+                            run_handed(&db, INSERT).await?;
+                        }
                         Ok::<_, Error>(n(db.prepare(READ_N).first::<Count>(None).await?))
                     })
                     .await
@@ -130,11 +171,11 @@ async fn a_retry_is_not_run_again_after_a_nested_read_only_write() {
         assert_eq!(
             (inserts, orders),
             (1, 1),
-            "read_only {read_only}: {result:?}"
+            "read_only {read_only}, whole {whole}: {result:?}"
         );
         assert!(
             result.is_err(),
-            "read_only {read_only}: the caller got {result:?}"
+            "read_only {read_only}, whole {whole}: the caller got {result:?}"
         );
     }
 }

@@ -667,6 +667,9 @@ impl std::error::Error for NoTimeout {
 
 #[d1_retry(read_only, policy = BOUNDED)]
 async fn count_without_timeouts(db: &D1Database) -> Result<i64, NoTimeout> {
+    // A second `.await`: a body of one D1 call is retried as that call, whose error
+    // receives the timeout (`count_each_without_timeouts`).
+    core::future::ready(()).await;
     Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
 }
 
@@ -720,6 +723,7 @@ async fn without_from_timed_out_a_policy_s_limits_do_not_apply_to_a_whole_body()
 /// limit applied: the read waited out its 600 s stall.
 #[d1_retry(read_only, policy = BOUNDED)]
 async fn count_boxed(db: &D1Database) -> Result<i64, Box<dyn std::error::Error + '_>> {
+    core::future::ready(()).await;
     Ok(n(db.prepare(READ_N).first::<Count>(None).await?))
 }
 

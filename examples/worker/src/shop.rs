@@ -170,10 +170,12 @@ impl Shop {
         Ok(count.unwrap_or(0))
     }
 
-    /// The same read in a body declared `read_only`, which runs again as a whole after any
-    /// transient failure: the statement it runs but did not make in sight is read when it
-    /// runs (workerd keeps its SQL), a read, so the body stays retried; SQL there that may
-    /// write would stop it from running again.
+    /// The same read in a body declared `read_only`. It is one D1 call, so that call is
+    /// retried on its own, as `order_count`'s is, rather than the body run again as a whole
+    /// (which would only make the statement again): the statement it runs but did not make
+    /// in sight is read when it runs (workerd keeps its SQL), a read, retried after any
+    /// transient failure; SQL there that may write would be retried only when D1 was not
+    /// reached.
     #[d1_retry(read_only, policy = POLICY)]
     pub async fn order_report(&self, user_id: i64) -> Result<i64> {
         let count = self.orders_of(user_id)?.first::<i64>(Some("n")).await?;

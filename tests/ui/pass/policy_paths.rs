@@ -28,6 +28,8 @@ async fn generic<T: Into<i64>>(db: &Db, _id: T) -> Result<Option<i64>, DbError> 
 
 #[d1_retry(read_only, policy = LIMITED)]
 async fn whole_body(db: &Db) -> Result<Option<i64>, DbError> {
+    // A second `.await`: a body of one D1 call is retried as that call.
+    core::future::ready(()).await;
     db.prepare("SELECT 1").first().await
 }
 
