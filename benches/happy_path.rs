@@ -24,8 +24,10 @@
 //!   costs a thousand times more;
 //! - `happy_path_dynamic_sql`: a 100-byte read passed as an argument, which the expansion
 //!   scans where it is prepared, in every attempt, beside the plain call: `d1_retry` retries
-//!   the call on its own, `d1_retry_read_only` the whole body (`#[d1_retry(read_only)]`,
-//!   one turn of the whole-body loop), and `backon` the whole body too, with no scan. No
+//!   the call on its own, and so does `d1_retry_read_only` (`#[d1_retry(read_only)]` on a
+//!   body that is one D1 call), `d1_retry_read_only_whole` the whole body (the same body
+//!   with a second `.await`, of a future ready at once: one turn of the whole-body loop),
+//!   and `backon` the whole body too, with no scan. No
 //!   runtime entered: no variant has a timer (backon's sleeper is never reached).
 //!
 //! The peers retry only what d1-retry would: their condition (`when` for backon, `RetryIf`'s
@@ -265,6 +267,10 @@ fn dynamic_sql(c: &mut Criterion) {
         block_on(repo.query_read_only(DYNAMIC_SQL, 7)).ok(),
         expected
     );
+    assert_eq!(
+        block_on(repo.query_read_only_whole(DYNAMIC_SQL, 7)).ok(),
+        expected
+    );
     assert_eq!(block_on(repo.query_backon(DYNAMIC_SQL, 7)).ok(), expected);
 
     let mut group = c.benchmark_group("happy_path_dynamic_sql");
@@ -276,6 +282,9 @@ fn dynamic_sql(c: &mut Criterion) {
     });
     group.bench_function("d1_retry_read_only", |b| {
         b.iter(|| block_on(repo.query_read_only(black_box(DYNAMIC_SQL), black_box(7))));
+    });
+    group.bench_function("d1_retry_read_only_whole", |b| {
+        b.iter(|| block_on(repo.query_read_only_whole(black_box(DYNAMIC_SQL), black_box(7))));
     });
     group.bench_function("backon", |b| {
         b.iter(|| block_on(repo.query_backon(black_box(DYNAMIC_SQL), black_box(7))));

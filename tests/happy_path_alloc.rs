@@ -90,6 +90,13 @@ fn dynamic_sql_allocates_nothing_more_than_without_the_attribute() {
             repo.query_read_only(DYNAMIC_SQL, 7),
         ),
     );
+    assert_no_extra_allocation(
+        "#[d1_retry(read_only)] dynamic read, retried whole",
+        compare(
+            repo.query_plain(DYNAMIC_SQL, 7),
+            repo.query_read_only_whole(DYNAMIC_SQL, 7),
+        ),
+    );
 }
 
 #[test]
@@ -155,6 +162,10 @@ fn future_sizes_are_reported() {
         ("plain write", "#[d1_retry] write"),
         ("plain dynamic read", "#[d1_retry] dynamic read"),
         ("plain dynamic read", "#[d1_retry(read_only)] dynamic read"),
+        (
+            "plain dynamic read",
+            "#[d1_retry(read_only)] dynamic read, retried whole",
+        ),
     ] {
         assert!(
             size_of(retrying) > size_of(plain),
@@ -213,13 +224,13 @@ fn an_annotated_call_moves_without_memmove() {
 fn a_whole_body_future_is_no_larger_than_backon_s() {
     let repo = repo();
     let sizes = future_sizes(&repo);
-    let whole_body = size_named(&sizes, "#[d1_retry(read_only)] dynamic read");
+    let whole_body = size_named(&sizes, "#[d1_retry(read_only)] dynamic read, retried whole");
     let backon = size_named(&sizes, "backon dynamic read");
     let plain = size_named(&sizes, "plain dynamic read");
     assert!(whole_body > plain, "{whole_body} B, plain {plain} B");
     assert!(
         whole_body <= backon,
-        "#[d1_retry(read_only)] dynamic read: {whole_body} B, backon's: {backon} B"
+        "#[d1_retry(read_only)] dynamic read, retried whole: {whole_body} B, backon's: {backon} B"
     );
 }
 

@@ -310,6 +310,15 @@ impl UserRepo<Instant> {
     pub async fn query_read_only(&self, sql: &str, id: i64) -> Result<Row, DbError> {
         self.db.prepare(sql).bind(id).first().await
     }
+
+    /// The same body kept whole by a second `.await`, of a future ready at once: the whole
+    /// body retried as a read, what a `read_only` body of more than one call is, the SQL
+    /// scanned where it is prepared in each attempt.
+    #[d1_retry(read_only)]
+    pub async fn query_read_only_whole(&self, sql: &str, id: i64) -> Result<Row, DbError> {
+        core::future::ready(()).await;
+        self.db.prepare(sql).bind(id).first().await
+    }
 }
 
 impl UserRepo<Unmarked> {
@@ -341,7 +350,7 @@ pub struct FutureSize {
 }
 
 /// `size_of_val` of every future above, for the same call (`id` 7, [`DYNAMIC_SQL`]).
-pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 15] {
+pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 16] {
     let size = |what, bench, bytes| FutureSize { what, bench, bytes };
     [
         size(
@@ -405,6 +414,11 @@ pub fn future_sizes(repo: &UserRepo<Instant>) -> [FutureSize; 15] {
             "#[d1_retry(read_only)] dynamic read",
             Some("happy_path_dynamic_sql/d1_retry_read_only"),
             size_of_val(&repo.query_read_only(DYNAMIC_SQL, 7)),
+        ),
+        size(
+            "#[d1_retry(read_only)] dynamic read, retried whole",
+            Some("happy_path_dynamic_sql/d1_retry_read_only_whole"),
+            size_of_val(&repo.query_read_only_whole(DYNAMIC_SQL, 7)),
         ),
         size(
             "backon dynamic read",
