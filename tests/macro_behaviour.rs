@@ -478,6 +478,53 @@ impl Accounts {
         self.db.prepare("SELECT 2").run().await
     }
 
+    /// The same with an `.await` inside a plain macro's arguments, which the count of
+    /// `.await`s reads: a whole body.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn flaky_awaiting_in_a_macro(
+        &self,
+        attempts: &std::sync::atomic::AtomicU32,
+    ) -> Result<u64, DbError> {
+        if attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0 {
+            return Err(DbError::new(NETWORK_LOST));
+        }
+        assert!(core::future::ready(true).await);
+        self.db.prepare("SELECT 1").run().await
+    }
+
+    /// One D1 call beside a macro of the user's, which may await what it does not show: a
+    /// whole body.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn flaky_beside_a_macro(
+        &self,
+        attempts: &std::sync::atomic::AtomicU32,
+    ) -> Result<u64, DbError> {
+        macro_rules! first_attempt {
+            () => {
+                attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0
+            };
+        }
+        if first_attempt!() {
+            return Err(DbError::new(NETWORK_LOST));
+        }
+        self.db.prepare("SELECT 1").run().await
+    }
+
+    /// One D1 call beside std's `debug_assert!`, which awaits nothing it does not show: one
+    /// call.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn flaky_call_beside_std_macro(
+        &self,
+        attempts: &std::sync::atomic::AtomicU32,
+    ) -> Result<u64, DbError> {
+        let first = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+        debug_assert!(first || !first);
+        if first {
+            return Err(DbError::new(NETWORK_LOST));
+        }
+        self.db.prepare("SELECT 1").run().await
+    }
+
     /// The same in a body that is one D1 call, whose retries are that call's.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn flaky_call(&self, attempts: &std::sync::atomic::AtomicU32) -> Result<u64, DbError> {
@@ -526,6 +573,39 @@ async fn early_return_ends_the_attempt() {
         Err(DbError::new(NETWORK_LOST))
     );
     assert_eq!(attempts.into_inner(), 1);
+    assert_eq!(accounts.db.calls(), 2);
+}
+
+/// What keeps a body whole, told apart by an error the body makes itself on its first
+/// attempt, which only a whole body retries: an `.await` in a macro's arguments, and a
+/// macro of the user's; std's plain macros do not.
+#[tokio::test(start_paused = true)]
+async fn a_macro_keeps_a_body_whole_unless_it_is_std_s_and_awaits_nothing() {
+    let accounts = Accounts {
+        db: FakeDb::default(),
+    };
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    assert_eq!(accounts.flaky_awaiting_in_a_macro(&attempts).await, Ok(1));
+    assert_eq!(
+        attempts.into_inner(),
+        2,
+        "an .await in assert!: a whole body"
+    );
+
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    assert_eq!(accounts.flaky_beside_a_macro(&attempts).await, Ok(1));
+    assert_eq!(
+        attempts.into_inner(),
+        2,
+        "a macro of the user's: a whole body"
+    );
+
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    assert_eq!(
+        accounts.flaky_call_beside_std_macro(&attempts).await,
+        Err(DbError::new(NETWORK_LOST))
+    );
+    assert_eq!(attempts.into_inner(), 1, "debug_assert!: one call");
     assert_eq!(accounts.db.calls(), 2);
 }
 
