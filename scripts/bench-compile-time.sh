@@ -13,8 +13,9 @@
 #        SHAPE=read scripts/bench-compile-time.sh   (every method one shape: read, write,
 #        idempotent, dynamic, batch; policy, a read with `policy = POLICY`, a constant
 #        without time limits; or timed, a read with `policy = TIMED_POLICY`, a constant with
-#        an attempt timeout; by default
-#        the first five take turns)
+#        an attempt timeout; or whole, a `read_only` read of two statements, dynamic SQL
+#        then a literal, whose whole body is retried (a body of one call, as `dynamic`'s,
+#        is retried as that call); by default the first five take turns)
 #        SPLIT=1 scripts/bench-compile-time.sh   (then also where the added time goes: one
 #        more build of each crate with rustc's -Z time-passes, through RUSTC_BOOTSTRAP, and
 #        the passes that differ, in ms per annotated method)
@@ -45,8 +46,11 @@ batch) shape=4 ;;
 # Worker (13 of the example's 16).
 timed) shape=5 ;;
 policy) shape=6 ;;
+# Not in the mix either: a `read_only` body of more than one call, which the whole-body
+# loop retries (the mix's `read_only` method is one call, retried as that call).
+whole) shape=7 ;;
 *)
-    echo "SHAPE must be mix, read, write, idempotent, dynamic, batch, policy or timed" >&2
+    echo "SHAPE must be mix, read, write, idempotent, dynamic, batch, policy, timed or whole" >&2
     exit 2
     ;;
 esac
@@ -186,6 +190,16 @@ EOF
     }
 EOF
                 ;;
+            7)
+                attr="$(attribute '#[d1_retry::d1_retry(read_only)]')"
+                cat <<EOF
+    ${attr}
+    pub async fn report_$i(&self, sql: &str, id: i64) -> Result<Option<(i64, String)>, DbError> {
+        self.db.prepare(sql).bind(&[id, $i])?.first().await?;
+        self.db.prepare("SELECT id, name FROM users_$i WHERE id = ?1").bind(&[id])?.first().await
+    }
+EOF
+                ;;
             5 | 6)
                 attr='#[d1_retry::d1_retry(policy = POLICY)]'
                 [ "$(shape_of "$i")" = 5 ] && attr='#[d1_retry::d1_retry(policy = TIMED_POLICY)]'
@@ -220,6 +234,7 @@ EOF
             2) call="upsert_$i($i)" ;;
             3) call="search_$i(\"SELECT id, name FROM users WHERE id = ?1\", $i)" ;;
             4) call="order_$i($i)" ;;
+            7) call="report_$i(\"SELECT id, name FROM users WHERE id = ?1\", $i)" ;;
             esac
             echo "pub fn route_$i(repo: &Repo) -> bool { block_on(repo.$call).is_ok() }"
         done
