@@ -518,7 +518,7 @@ impl Accounts {
         attempts: &std::sync::atomic::AtomicU32,
     ) -> Result<u64, DbError> {
         let first = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
-        debug_assert!(first || !first);
+        debug_assert!(attempts.load(std::sync::atomic::Ordering::Relaxed) > 0);
         if first {
             return Err(DbError::new(NETWORK_LOST));
         }
