@@ -76,6 +76,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             .sig
             .receiver()
             .is_some_and(|receiver| matches!(*receiver.ty, syn::Type::Reference(_))),
+        read_only: declared == Mode::WholeBody { read_only: true },
     };
     let params = parameters(&function.sig);
     let time_limit_check = time_limit_check(&options, &private, &function);

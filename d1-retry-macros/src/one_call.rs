@@ -9,7 +9,8 @@
 //! `.bind(..)?`), which only build the statement, and code without an `.await`, which
 //! makes no D1 call; the per-call loop keeps the statement it built and makes the call
 //! again. SQL is judged alike: a literal or a constant at compile time (a write is still
-//! the `read_only` compile error), dynamic SQL as it is prepared, a statement out of sight
+//! the `read_only` compile error: `valid.rs` for a literal, `Names::read_only` for a
+//! constant), dynamic SQL as it is prepared, a statement out of sight
 //! by the SQL it holds as the call begins, anything else as a write; a nested scope (an
 //! enclosing `read_only` or `idempotent` attempt, a `Retry`) is read by both. The
 //! per-call path never runs anything twice that the whole-body one would not, and it
@@ -26,7 +27,6 @@ use syn::Block;
 use syn::visit::Visit;
 
 use crate::executions::Found;
-use crate::sql::Sql;
 
 /// Macros that make no call of their own, whose arguments are expressions or a format
 /// string: an `.await` there is in the tokens the count reads.
@@ -62,11 +62,10 @@ pub(crate) fn may_be(block: &Block) -> bool {
 
 /// Whether the per-call analysis of such a body found one execution, rewritten to be
 /// retried on its own (not left as written: returned, in a `move` closure, one type with
-/// another future), and no constant SQL: a `read_only` body checks a constant's verdict
-/// at compile time (`READ_ONLY_CONST_WRITE`), which only the whole-body walk writes.
+/// another future). A constant's SQL is checked read-only at compile time there too
+/// (`Names::read_only`).
 pub(crate) fn is(found: &Found) -> bool {
     matches!(found.executions.as_slice(), [execution] if execution.rewritten())
-        && !found.sql.iter().any(|sql| matches!(sql, Sql::Const(..)))
 }
 
 /// The `.await`s in `tokens`, in groups (a macro's arguments) too.

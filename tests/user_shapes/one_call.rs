@@ -69,11 +69,11 @@ impl Shop {
         Ok(items.len())
     }
 
-    /// The call's future kept, then awaited. (A constant's SQL, `READ_N`, keeps a body
-    /// whole: `read_only` checks it at compile time there.)
+    /// The call's future kept, then awaited; its SQL a constant, checked read-only at
+    /// compile time.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn count_later(&self) -> Result<i64, Error> {
-        let statement = self.db.prepare("SELECT count(*) AS n FROM orders");
+        let statement = self.db.prepare(READ_N);
         let pending = statement.first::<Count>(None);
         Ok(n(pending.await?))
     }

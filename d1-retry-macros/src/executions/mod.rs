@@ -117,6 +117,10 @@ pub(crate) struct Names {
     /// are, and where it cost rustc an eighth more of a read's work for nothing (section 4
     /// of BENCHMARKS.md, twenty-first round).
     pub(crate) self_borrowed: bool,
+    /// The function is declared `read_only`: a constant's SQL is checked read-only at compile
+    /// time, whether the body is retried whole or is one call retried as that call
+    /// (`one_call.rs`).
+    pub(crate) read_only: bool,
 }
 
 /// What the body holds.

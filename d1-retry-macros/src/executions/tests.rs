@@ -6,8 +6,9 @@ use super::bindings::derived_from;
 use super::syntax::{is_d1_path, is_plain_place, is_variable, is_worker_query, rooted_at_self};
 use super::*;
 
-fn names() -> Names {
+fn names_in(mode: Mode) -> Names {
     Names {
+        read_only: mode == Mode::WholeBody { read_only: true },
         private: quote!(::d1_retry::__private),
         call: Ident::new("call", Span::call_site()),
         call_init: quote!(&CALL),
@@ -18,6 +19,10 @@ fn names() -> Names {
     }
 }
 
+fn names() -> Names {
+    names_in(Mode::PerCall)
+}
+
 /// One line per execution: method, whether rewritten, and what its SQL is.
 fn found_in(body: &str, mode: Mode, params: &[&str]) -> (Vec<String>, String) {
     let mut block: Block = syn::parse_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
@@ -25,7 +30,7 @@ fn found_in(body: &str, mode: Mode, params: &[&str]) -> (Vec<String>, String) {
         .iter()
         .map(|p| Ident::new(p, Span::call_site()))
         .collect();
-    let found = rewrite(&mut block, mode, &names(), &params);
+    let found = rewrite(&mut block, mode, &names_in(mode), &params);
     let lines = found
         .executions
         .iter()
@@ -680,12 +685,8 @@ fn what_is_taken_for_sql() {
         }"#,
     )
     .unwrap();
-    let found = rewrite(
-        &mut block,
-        Mode::WholeBody { read_only: true },
-        &names(),
-        &[],
-    );
+    let mode = Mode::WholeBody { read_only: true };
+    let found = rewrite(&mut block, mode, &names_in(mode), &[]);
     let judged: Vec<Option<Span>> = found.sql.iter().map(Sql::literal_write).collect();
     assert_eq!(judged.len(), 2);
     assert!(judged.iter().all(Option::is_some));
@@ -1356,7 +1357,7 @@ fn invisible_groups_are_seen_through() {
         let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, receiver);
         let mut block: Block = syn::parse2(quote!({ #group.run().await })).unwrap();
         let mode = Mode::WholeBody { read_only: true };
-        rewrite(&mut block, mode, &names(), &[]);
+        rewrite(&mut block, mode, &names_in(mode), &[]);
         block
             .to_token_stream()
             .to_string()
@@ -1370,7 +1371,7 @@ fn invisible_groups_are_seen_through() {
     let batch = |mode: Mode, list: TokenStream| {
         let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, list);
         let mut block: Block = syn::parse2(quote!({ db.batch(#group).await })).unwrap();
-        rewrite(&mut block, mode, &names(), &[]);
+        rewrite(&mut block, mode, &names_in(mode), &[]);
         let code = block.to_token_stream().to_string();
         code.contains("HeldBatch")
     };

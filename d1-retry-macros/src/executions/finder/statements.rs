@@ -392,7 +392,9 @@ impl Finder<'_> {
                 };
                 *sql = Expr::Verbatim(scanned(private, sql, &record, operation, span));
             }
-            (Sql::Const(expr, handed), Mode::WholeBody { read_only: true }) => {
+            // In a `read_only` function, whatever its mode: a body of one call is expanded
+            // per call (`one_call.rs`), and its constant is checked all the same.
+            (Sql::Const(expr, handed), _) if self.names.read_only => {
                 let message = READ_ONLY_CONST_WRITE;
                 let scanner = handed.scanner(expr.span());
                 *sql = Expr::Verbatim(quote_spanned! {expr.span()=>
