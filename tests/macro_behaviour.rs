@@ -510,14 +510,33 @@ impl Accounts {
         self.db.prepare("SELECT 1").run().await
     }
 
-    /// One D1 call beside std's `debug_assert!`, which awaits nothing it does not show: one
-    /// call.
+    /// One D1 call beside `join!`, which awaits what it is handed in code of its own: a
+    /// whole body.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn flaky_beside_join(
+        &self,
+        attempts: &std::sync::atomic::AtomicU32,
+    ) -> Result<u64, DbError> {
+        let (first,) = tokio::join!(async {
+            attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0
+        });
+        if first {
+            return Err(DbError::new(NETWORK_LOST));
+        }
+        self.db.prepare("SELECT 1").run().await
+    }
+
+    /// One D1 call beside std's `matches!` and `debug_assert!`, which await nothing they do
+    /// not show: one call.
     #[d1_retry(read_only, policy = NO_BUDGET)]
     async fn flaky_call_beside_std_macro(
         &self,
         attempts: &std::sync::atomic::AtomicU32,
     ) -> Result<u64, DbError> {
-        let first = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+        let first = matches!(
+            attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            0
+        );
         debug_assert!(attempts.load(std::sync::atomic::Ordering::Relaxed) > 0);
         if first {
             return Err(DbError::new(NETWORK_LOST));
@@ -577,10 +596,10 @@ async fn early_return_ends_the_attempt() {
 }
 
 /// What keeps a body whole, told apart by an error the body makes itself on its first
-/// attempt, which only a whole body retries: an `.await` in a macro's arguments, and a
-/// macro of the user's; std's plain macros do not.
+/// attempt, which only a whole body retries: an `.await` in a macro's arguments, a macro
+/// of the user's, and `join!`; std's `matches!` and `debug_assert!` do not.
 #[tokio::test(start_paused = true)]
-async fn a_macro_keeps_a_body_whole_unless_it_is_std_s_and_awaits_nothing() {
+async fn a_macro_keeps_a_body_whole_unless_it_awaits_only_what_it_shows() {
     let accounts = Accounts {
         db: FakeDb::default(),
     };
@@ -601,12 +620,20 @@ async fn a_macro_keeps_a_body_whole_unless_it_is_std_s_and_awaits_nothing() {
     );
 
     let attempts = std::sync::atomic::AtomicU32::new(0);
+    assert_eq!(accounts.flaky_beside_join(&attempts).await, Ok(1));
+    assert_eq!(attempts.into_inner(), 2, "join!: a whole body");
+
+    let attempts = std::sync::atomic::AtomicU32::new(0);
     assert_eq!(
         accounts.flaky_call_beside_std_macro(&attempts).await,
         Err(DbError::new(NETWORK_LOST))
     );
-    assert_eq!(attempts.into_inner(), 1, "debug_assert!: one call");
-    assert_eq!(accounts.db.calls(), 2);
+    assert_eq!(
+        attempts.into_inner(),
+        1,
+        "matches! and debug_assert!: one call"
+    );
+    assert_eq!(accounts.db.calls(), 3);
 }
 
 // Options.

@@ -18,42 +18,20 @@
 //! method (BENCHMARKS.md, section 4) and no `async` block's future per call.
 //!
 //! A body is taken only when nothing can hide an await from the count: one `.await` in all
-//! its tokens, and no macro but those of std that cannot run D1 (whose arguments the count
-//! reads too).
+//! its tokens, and no macro but those whose arguments are all they await (std's printing,
+//! assertion and panicking macros, logging events, `vec!`, `format!`, `matches!`: the count
+//! reads their arguments too).
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::Block;
 use syn::visit::Visit;
 
-use crate::executions::Found;
+use crate::executions::{Found, awaits_only_in_its_tokens};
 
-/// Macros that make no call of their own, whose arguments are expressions or a format
-/// string: an `.await` there is in the tokens the count reads.
-const PLAIN_MACROS: &[&str] = &[
-    "assert",
-    "assert_eq",
-    "assert_ne",
-    "debug_assert",
-    "debug_assert_eq",
-    "debug_assert_ne",
-    "eprint",
-    "eprintln",
-    "format",
-    "matches",
-    "panic",
-    "print",
-    "println",
-    "todo",
-    "unimplemented",
-    "unreachable",
-    "vec",
-    "write",
-    "writeln",
-];
-
-/// Whether `block` may be one D1 call: a single `.await` in its tokens, and no macro
-/// outside [`PLAIN_MACROS`]. Read before the body is rewritten.
+/// Whether `block` may be one D1 call: a single `.await` in its tokens, and no macro but
+/// those that await only what their tokens show (`awaits_only_in_its_tokens`). Read before
+/// the body is rewritten.
 pub(crate) fn may_be(block: &Block) -> bool {
     let mut macros = Macros { plain: true };
     macros.visit_block(block);
@@ -80,16 +58,15 @@ fn awaits(tokens: TokenStream) -> usize {
         .sum()
 }
 
-/// Whether every macro called is one of std's plain ones, by its last name: a macro of
-/// the user's may await what it does not show.
+/// Whether every macro called awaits only what its tokens show, by its last name: a macro
+/// of the user's may await what it does not show.
 struct Macros {
     plain: bool,
 }
 
 impl Visit<'_> for Macros {
     fn visit_macro(&mut self, mac: &syn::Macro) {
-        let name = mac.path.segments.last().map(|s| s.ident.to_string());
-        if !name.is_some_and(|name| PLAIN_MACROS.contains(&name.as_str())) {
+        if !awaits_only_in_its_tokens(mac) {
             self.plain = false;
         }
     }

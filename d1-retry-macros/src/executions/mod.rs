@@ -40,6 +40,7 @@ mod meeting;
 mod syntax;
 
 pub(crate) use syntax::bound_idents;
+pub(crate) use vocabulary::awaits_only_in_its_tokens;
 #[cfg(test)]
 mod tests;
 mod vocabulary;

@@ -79,6 +79,19 @@ pub(super) fn binds_nothing(mac: &Macro) -> bool {
     })
 }
 
+/// Whether a macro awaits nothing but what its tokens show: one that binds nothing
+/// ([`binds_nothing`]: std's printing, assertion and panicking macros, logging events, the
+/// [`EXPRESSION_MACROS`]) or `matches!`, but not `join!` or `try_join!`, which await the
+/// futures they are handed in code of their own. A `read_only` body is one D1 call only
+/// beside such macros (`one_call.rs`), as it counts the `.await`s in their tokens.
+pub(crate) fn awaits_only_in_its_tokens(mac: &Macro) -> bool {
+    match macro_name(mac).as_deref() {
+        Some("join" | "try_join") => false,
+        Some("matches") => true,
+        _ => binds_nothing(mac),
+    }
+}
+
 /// The arguments of a macro call read as expressions: a comma-separated list, or
 /// `vec!`'s `element; count`, or `matches!`'s expression before its pattern.
 pub(super) enum MacroArguments {
