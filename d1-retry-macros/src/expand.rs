@@ -76,7 +76,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
             .sig
             .receiver()
             .is_some_and(|receiver| matches!(*receiver.ty, syn::Type::Reference(_))),
-        read_only: declared == Mode::WholeBody { read_only: true },
+        read_only: options.read_only(),
     };
     let params = parameters(&function.sig);
     let time_limit_check = time_limit_check(&options, &private, &function);
@@ -85,7 +85,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         Shape::Async { block, .. } | Shape::Boxed { block, .. } => block,
     };
     // A `read_only` body that is one D1 call is that call retried on its own (`one_call.rs`).
-    let one_call = (declared == Mode::WholeBody { read_only: true } && one_call::may_be(block))
+    let one_call = (options.read_only() && one_call::may_be(block))
         .then(|| {
             let mut per_call = block.clone();
             let found = executions::rewrite(&mut per_call, Mode::PerCall, &names, &params);
