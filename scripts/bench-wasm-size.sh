@@ -11,7 +11,7 @@
 #                for a Worker that had no tracing before adopting d1-retry.
 #   with+K       `with` and K more `#[d1_retry(policy = POLICY)]` methods (a read through
 #                `first`, a read through `all`, a write through `run`, in turn), each behind
-#                a route of its own so that none is dead code; like 13 of the example's 16,
+#                a route of its own so that none is dead code; like 14 of the example's 17,
 #                they take the loop without time limits, which the compiler picks from
 #                POLICY's value (RetryPolicy::DEFAULT);
 #   with+K-timed the same with `attempt_timeout_ms = 2000` added, which takes the

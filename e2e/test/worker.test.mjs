@@ -105,12 +105,23 @@ const KINDS = [
     value: 1,
   },
   {
-    // The same statement in a body declared read_only: read as it runs, a read.
-    name: "read made by a helper, in a read_only body (#[d1_retry(read_only)])",
+    // The same statement in a body declared read_only that is one D1 call: that call is
+    // retried as order_count's is.
+    name: "read made by a helper, in a read_only body of one call (#[d1_retry(read_only)])",
     send: () => call("GET", "/users/1/orders/report"),
     op: "first",
     access: "read_only",
     operation: "Shop::order_report",
+    value: 1,
+  },
+  {
+    // The same statement after another read, in a read_only body retried whole: each
+    // attempt runs the all() again, then the first() the plan strikes.
+    name: "read made by a helper after another read, in a read_only body retried whole (#[d1_retry(read_only)])",
+    send: () => call("GET", "/users/1/orders/summary"),
+    op: "first",
+    access: "read_only",
+    operation: "Shop::order_summary",
     value: 1,
   },
   {

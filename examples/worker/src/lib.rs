@@ -67,6 +67,9 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         .get_async("/users/:id/orders/report", |_, ctx| async move {
             reply(shop(&ctx)?.order_report(id(&ctx, "id")?).await)
         })
+        .get_async("/users/:id/orders/summary", |_, ctx| async move {
+            reply(shop(&ctx)?.order_summary(id(&ctx, "id")?).await)
+        })
         .post_async("/users/:id/orders/prepared", |mut req, ctx| async move {
             let order: NewOrder = req.json().await?;
             reply(

@@ -182,6 +182,25 @@ impl Shop {
         Ok(count.unwrap_or(0))
     }
 
+    /// Two reads in a body declared `read_only`, which runs again as a whole after any
+    /// transient failure: the user's orders (`all`), then their count through the helper's
+    /// statement (`first`), each attempt both. The helper's statement is read when it runs
+    /// (workerd keeps its SQL), a read, so the body stays retried; SQL there that may write
+    /// would stop it from running again.
+    #[d1_retry(read_only, policy = POLICY)]
+    pub async fn order_summary(&self, user_id: i64) -> Result<i64> {
+        let orders = self
+            .db
+            .prepare("SELECT id FROM orders WHERE user_id = ?1")
+            .bind(&[number(user_id)])?
+            .all()
+            .await?;
+        let count = self.orders_of(user_id)?.first::<i64>(Some("n")).await?;
+        let listed =
+            i64::try_from(orders.results::<serde_json::Value>()?.len()).unwrap_or(i64::MAX);
+        Ok(count.unwrap_or(0).min(listed))
+    }
+
     /// A write whose statement a helper makes: read the same way, it is a write, retried
     /// only when D1 was not reached.
     #[d1_retry(policy = POLICY)]
