@@ -189,15 +189,15 @@ impl Shop {
     /// would stop it from running again.
     #[d1_retry(read_only, policy = POLICY)]
     pub async fn order_summary(&self, user_id: i64) -> Result<i64> {
-        let orders = self
+        let orders: Vec<Order> = self
             .db
-            .prepare("SELECT id FROM orders WHERE user_id = ?1")
+            .prepare("SELECT id, user_id, item, quantity FROM orders WHERE user_id = ?1")
             .bind(&[number(user_id)])?
             .all()
-            .await?;
+            .await?
+            .results()?;
         let count = self.orders_of(user_id)?.first::<i64>(Some("n")).await?;
-        let listed =
-            i64::try_from(orders.results::<serde_json::Value>()?.len()).unwrap_or(i64::MAX);
+        let listed = i64::try_from(orders.len()).unwrap_or(i64::MAX);
         Ok(count.unwrap_or(0).min(listed))
     }
 
