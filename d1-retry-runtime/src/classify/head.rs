@@ -178,12 +178,8 @@ impl fmt::Write for HeadReader {
             return Err(fmt::Error);
         }
         let bytes = text.as_bytes();
-        let room = self.head.get_mut(self.len..).unwrap_or_default();
-        let taken = room.len().min(bytes.len());
-        if let (Some(into), Some(from)) = (room.get_mut(..taken), bytes.get(..taken)) {
-            into.copy_from_slice(from);
-            self.len += taken;
-        }
+        let taken = super::copy_prefix(self.head.get_mut(self.len..).unwrap_or_default(), bytes);
+        self.len += taken;
         if taken == bytes.len() {
             return Ok(());
         }
@@ -355,12 +351,8 @@ impl D1PartFinder {
     }
 
     fn keep(&mut self, bytes: &[u8]) {
-        let room = self.part.get_mut(self.len..).unwrap_or_default();
-        let taken = room.len().min(bytes.len());
-        if let (Some(into), Some(from)) = (room.get_mut(..taken), bytes.get(..taken)) {
-            into.copy_from_slice(from);
-            self.len += taken;
-        }
+        let taken = super::copy_prefix(self.part.get_mut(self.len..).unwrap_or_default(), bytes);
+        self.len += taken;
         if taken < bytes.len() {
             self.cut = true;
         }

@@ -49,6 +49,18 @@ fn write_char(out: &mut dyn fmt::Write, c: char) -> fmt::Result {
     out.write_str(c.encode_utf8(&mut [0; 4]))
 }
 
+/// Copies as much of `from` as fits into the start of `into`; returns how many bytes it
+/// copied. A zip rather than `copy_from_slice`, whose length check the optimiser could not
+/// prove equal at the readers' calls: it linked a panic path (and its message and source
+/// location) into every Worker, where a panic kills the request (BENCHMARKS.md,
+/// forty-fifth round).
+fn copy_prefix(into: &mut [u8], from: &[u8]) -> usize {
+    for (slot, byte) in into.iter_mut().zip(from) {
+        *slot = *byte;
+    }
+    into.len().min(from.len())
+}
+
 /// An error whose `Display` writes its text one `char` at a time, through `write_char`, as
 /// the `Debug` of a string writes its escapes: every writer here must read it as it reads
 /// the whole text written at once.

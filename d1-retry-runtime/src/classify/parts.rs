@@ -159,8 +159,7 @@ impl PartScan {
     fn start_part(&mut self) {
         let code = D1_CODE.as_bytes();
         if let Some(into) = self.kept.get_mut(..code.len()) {
-            into.copy_from_slice(code);
-            self.len = code.len();
+            self.len = super::copy_prefix(into, code);
         }
     }
 

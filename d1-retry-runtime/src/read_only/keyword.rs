@@ -174,7 +174,10 @@ const UPPER: u64 = 0xDFDF_DFDF_DFDF_DFDF;
 /// Up to the first 8 bytes of `word`, one byte per 8 bits from the lowest.
 const fn head(word: &[u8], start: usize, len: usize) -> u64 {
     let len = if len < 8 { len } else { 8 };
-    let (_, rest) = word.split_at(start);
+    // Checked, as every index here: a range past the text reads as no byte, not a panic.
+    let Some((_, rest)) = word.split_at_checked(start) else {
+        return 0;
+    };
     if let Some(chunk) = rest.first_chunk::<8>() {
         let all = u64::from_le_bytes(*chunk);
         return if len == 8 {
@@ -185,7 +188,7 @@ const fn head(word: &[u8], start: usize, len: usize) -> u64 {
     }
     let mut packed = 0;
     let mut index = 0;
-    while index < len {
+    while index < len && index < rest.len() {
         packed |= (rest[index] as u64) << (8 * index);
         index += 1;
     }
@@ -258,7 +261,10 @@ const BY_LENGTH: [(u8, u8); LONGEST + 1] = {
 /// The keyword `sql[start..end]` is, ignoring ASCII case; the range is one word.
 pub(super) const fn keyword(sql: &[u8], start: usize, end: usize) -> Keyword {
     let len = end - start;
-    let first = sql[start];
+    let Some((_, [first, ..])) = sql.split_at_checked(start) else {
+        return Keyword::None;
+    };
+    let first = *first;
     if len > LONGEST
         || !first.is_ascii_alphabetic()
         || LENGTHS[(first & 31) as usize] & (1 << len) == 0
@@ -273,7 +279,7 @@ pub(super) const fn keyword(sql: &[u8], start: usize, end: usize) -> Keyword {
     };
     let (index, end) = BY_LENGTH[len];
     let mut index = index as usize;
-    while index < end as usize {
+    while index < end as usize && index < HEADS.len() {
         if HEADS[index] == word && TAILS[index] == tail {
             return KINDS[index];
         }
@@ -316,12 +322,18 @@ pub(super) const READ_PRAGMAS: [&[u8]; 24] = [
 
 /// Whether `sql[start..end]` names one of [`READ_PRAGMAS`], ignoring ASCII case.
 pub(super) const fn is_read_pragma(sql: &[u8], start: usize, end: usize) -> bool {
+    let Some((_, word)) = sql.split_at_checked(start) else {
+        return false;
+    };
     let mut pragma = 0;
     while pragma < READ_PRAGMAS.len() {
         let name = READ_PRAGMAS[pragma];
         if name.len() == end - start {
             let mut index = 0;
-            while index < name.len() && sql[start + index].to_ascii_lowercase() == name[index] {
+            while index < name.len()
+                && index < word.len()
+                && word[index].to_ascii_lowercase() == name[index]
+            {
                 index += 1;
             }
             if index == name.len() {
@@ -361,6 +373,23 @@ mod tests {
         assert_eq!(of("withs"), Keyword::None);
         assert_eq!(of("SAVEPOINTS"), Keyword::None);
         assert_eq!(of("RETURNINH"), Keyword::None);
+    }
+
+    /// A range past the text reads as no byte: no keyword, no pragma, no panic (in a
+    /// Worker a panic kills the request). The lexer never asks this, which is why the
+    /// checks cost nothing at run time; they took the bounds checks' panic paths out of
+    /// the wasm.
+    #[test]
+    fn a_range_past_the_text_is_no_word() {
+        assert_eq!(keyword(b"SELECT", 6, 12), Keyword::None);
+        assert_eq!(keyword(b"SELECT", 9, 15), Keyword::None);
+        // Inside the text but running past it: the bytes that are there, and no more.
+        assert_eq!(keyword(b"EXPLAI", 0, 7), Keyword::None);
+        assert_eq!(head(b"SELECT", 7, 3), 0);
+        assert_eq!(head(b"SEL", 1, 5), u64::from(b'E') | u64::from(b'L') << 8);
+        assert!(!is_read_pragma(b"user_version", 13, 25));
+        assert!(!is_read_pragma(b"user_versio", 0, 12));
+        assert!(is_read_pragma(b"user_version", 0, 12));
     }
 
     #[test]

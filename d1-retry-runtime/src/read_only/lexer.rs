@@ -289,7 +289,7 @@ const fn bracket_end(sql: &[u8], start: usize, by_line: bool) -> Span {
 /// nothing after it is judged either.
 const fn parameter(sql: &[u8], start: usize) -> Token {
     let mut index = start + 1;
-    if sql[start] == b'?' {
+    if byte_at(sql, start) == b'?' {
         while index < sql.len() && sql[index].is_ascii_digit() {
             index += 1;
         }
@@ -403,8 +403,8 @@ pub(super) struct Stop {
 /// byte that needed a look.
 #[inline(always)]
 const fn next_special(sql: &[u8], mut at: usize, table: &[u8; 256]) -> usize {
-    loop {
-        let (_, rest) = sql.split_at(at);
+    // Checked: a start past the text ends the skip there, with no panic path in the wasm.
+    while let Some((_, rest)) = sql.split_at_checked(at) {
         let Some(chunk) = rest.first_chunk::<8>() else {
             break;
         };
@@ -685,6 +685,21 @@ mod tests {
         ];
         for (sql, expected) in cases {
             assert_eq!(&tokens(sql), expected, "tokens of {sql:?}");
+        }
+    }
+
+    /// A skip that starts past the text ends there, as one that reaches the end does: no
+    /// panic (in a Worker a panic kills the request), and none of the bounds checks'
+    /// panic paths in the wasm.
+    #[test]
+    fn a_skip_past_the_text_ends_at_once() {
+        for (sql, start) in [("", 1), ("SELECT 1", 9), ("SELECT 1", 40)] {
+            let stop = skip(sql.as_bytes(), start, 0, false, true);
+            assert_eq!(
+                (stop.at, stop.event),
+                (start, Event::End),
+                "{sql:?} {start}"
+            );
         }
     }
 
