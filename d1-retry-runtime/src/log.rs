@@ -1,6 +1,9 @@
 //! Every log line d1-retry writes, in one place so the field names stay a contract.
 
+use core::fmt;
 use core::time::Duration;
+
+use tracing::field::DisplayValue;
 
 use crate::PolicyError;
 use crate::classify::failure::Failure;
@@ -24,16 +27,23 @@ pub(crate) struct Event<'a, 'e> {
 macro_rules! attempt_line {
     ($level:ident, $event:expr, $($rest:tt)+) => {
         tracing::$level!(
-            d1.operation = %$event.operation,
+            d1.operation = shown(&$event.operation),
             d1.read_only = $event.read_only,
             d1.attempt = $event.attempt,
             d1.max_attempts = $event.max_attempts,
             d1.budget_exhausted = $event.budget_exhausted,
             d1.failure_class = $event.failure.class().as_str(),
-            d1.failure = %$event.failure,
+            d1.failure = shown($event.failure),
             $($rest)+
         )
     };
+}
+
+/// A `Display` field, as `%value` records it, through one type for every field: each
+/// `DisplayValue<T>` is a `Value` impl of its own, compiled once per `T` (BENCHMARKS.md,
+/// forty-fifth round).
+fn shown(value: &dyn fmt::Display) -> DisplayValue<&dyn fmt::Display> {
+    tracing::field::display(value)
 }
 
 pub(crate) fn retrying(event: &Event<'_, '_>, delay: Duration) {
@@ -124,7 +134,7 @@ fn error_line(
     message: &'static str,
 ) {
     tracing::error!(
-        d1.operation = %operation,
+        d1.operation = shown(&operation),
         d1.policy_error = policy_error,
         d1.sql = sql,
         "{}",
