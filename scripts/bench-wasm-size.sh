@@ -49,14 +49,16 @@
 #        feature (what a Worker without a subscriber can do, README "Logs"), prices the
 #        logs across every part: their call sites and the failure texts they render.
 #        PEERS=1 scripts/bench-wasm-size.sh   also prices adopting d1-retry against adopting
-#        backon, the peer, on the same K methods of a Worker that has neither, with two more
+#        backon, the peer, on the same K methods of a Worker that has neither, with three more
 #        builds: adopt+K, plain+K with d1-retry back and the K methods annotated, and
 #        backon+K, plain+K with the K methods' calls retried by backon (the schedule of the
 #        happy-path bench, a worker::Delay sleeper) and d1-retry's classifier deciding, as
 #        the happy-path bench's peers do (`should_retry(classify(e), read_only)`). Each minus
 #        plain+K is what that Worker pays to retry its K methods: the same calls, the same
 #        decisions, without the logs, the time limits, the budget or the retry of each call
-#        on its own (backon retries its closure) on backon's side.
+#        on its own (backon retries its closure) on backon's side. A third build, adopt+K
+#        with its logs compiled out (tracing's release_max_level_off), prices d1-retry's logs
+#        there, which backon has none of.
 #        SIZE_PROFILE=1 scripts/bench-wasm-size.sh   builds every Worker with the release
 #        profile a size-minded Worker uses (lto = true, codegen-units = 1, strip = true,
 #        which also drops the function-names section) instead of the example's; the same
@@ -168,6 +170,13 @@ strip_tracing() { # strip_tracing DIR: no tracing console layer, no tracing depe
     if code_lines "$dir" | grep -e 'tracing' -e 'console::'; then
         fail "the lines above still use tracing: examples/worker changed; update strip_tracing"
     fi
+}
+
+logs_off() { # logs_off DIR: the copy's logs compiled out (tracing's release_max_level_off)
+    grep -q '^tracing = { .*features = \["std"\] }$' "$1/Cargo.toml" ||
+        fail "no tracing dependency with features = [\"std\"] in examples/worker/Cargo.toml: update logs_off"
+    sed -i '/^tracing = /s/features = \["std"\]/features = ["std", "release_max_level_off"]/' \
+        "$1/Cargo.toml"
 }
 
 readopt() { # readopt DIR [CRATE...]: a stripped copy with the d1-retry dependency (and the
@@ -346,16 +355,18 @@ if [ "${BREAKDOWN:-0}" = 1 ]; then
     sed -i 's/#\[d1_retry(idempotent, /#[d1_retry(/' "$with_percall/src/shop.rs"
     wrapped_routes="$(grep -c '"/wrapped/' "$with/src/lib.rs")"
     with_nolog="$(copy with-logs-off)"
-    grep -q '^tracing = { .*features = \["std"\] }$' "$with_nolog/Cargo.toml" ||
-        fail "no tracing dependency with features = [\"std\"] in examples/worker/Cargo.toml: update BREAKDOWN"
-    sed -i '/^tracing = /s/features = \["std"\]/features = ["std", "release_max_level_off"]/' \
-        "$with_nolog/Cargo.toml"
+    logs_off "$with_nolog"
 fi
 if [ "${PEERS:-0}" = 1 ]; then
     adopt_k="$(copy "adopt+$k")"
     strip_d1_retry "$adopt_k"
     readopt "$adopt_k"
     add_methods "$adopt_k"
+    adopt_kn="$(copy "adopt+$k-logs-off")"
+    strip_d1_retry "$adopt_kn"
+    readopt "$adopt_kn"
+    add_methods "$adopt_kn"
+    logs_off "$adopt_kn"
     backon_k="$(copy "backon+$k")"
     strip_d1_retry "$backon_k"
     readopt "$backon_k" 'backon = { version = "=1.6.0", default-features = false, features = ["std"] }'
@@ -368,7 +379,7 @@ fi
 # The example's own annotated methods, priced at the per-method cost below.
 methods="$(code_lines "$with" | grep -c '#\[d1_retry\b')"
 
-builds=$((8 + ${BREAKDOWN:-0} * 4 + ${PEERS:-0} * 2))
+builds=$((8 + ${BREAKDOWN:-0} * 4 + ${PEERS:-0} * 3))
 echo "building $builds release Workers (a few minutes the first time)..."
 if [ "${SIZE_PROFILE:-0}" = 1 ]; then
     echo "release profile: the example's, with lto = true, codegen-units = 1, strip = true"
@@ -389,6 +400,7 @@ if [ "${BREAKDOWN:-0}" = 1 ]; then
 fi
 if [ "${PEERS:-0}" = 1 ]; then
     read -r adopt_k_raw adopt_k_gz <<<"$(build "$adopt_k")"
+    read -r adopt_kn_raw adopt_kn_gz <<<"$(build "$adopt_kn")"
     read -r backon_k_raw backon_k_gz <<<"$(build "$backon_k")"
 fi
 
@@ -469,9 +481,12 @@ if [ "${PEERS:-0}" = 1 ]; then
     echo "adopting a retry for $k methods of a Worker that has none (plain+$k, $plain_k_raw B):"
     printf '%-60s %10s %10s\n' "" wasm gzip
     printf '%-60s %10s %10s\n' "adopt+$k" "$adopt_k_raw" "$adopt_k_gz"
+    printf '%-60s %10s %10s\n' "adopt+$k-logs-off" "$adopt_kn_raw" "$adopt_kn_gz"
     printf '%-60s %10s %10s\n' "backon+$k" "$backon_k_raw" "$backon_k_gz"
     printf '%-60s %10s %10s\n' "#[d1_retry] on the $k methods (adopt+$k - plain+$k)" \
         "$((adopt_k_raw - plain_k_raw))" "$((adopt_k_gz - plain_k_gz))"
+    printf '%-60s %10s %10s\n' "the same, logs compiled out (adopt+$k-logs-off - plain+$k)" \
+        "$((adopt_kn_raw - plain_k_raw))" "$((adopt_kn_gz - plain_k_gz))"
     printf '%-60s %10s %10s\n' "backon on the $k methods, d1-retry's classifier (backon+$k - plain+$k)" \
         "$((backon_k_raw - plain_k_raw))" "$((backon_k_gz - plain_k_gz))"
 fi
