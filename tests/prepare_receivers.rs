@@ -14,7 +14,9 @@
 use std::cell::RefCell;
 use std::sync::Mutex;
 
-use d1_retry::testing::{D1Database, D1PreparedStatement, Error, JsValue, Operation};
+use d1_retry::testing::{
+    D1Database, D1PreparedStatement, Error, JsValue, Message, Operation, Timing,
+};
 use d1_retry::{RetryPolicy, d1_retry};
 use test_support::{Archive, join_all};
 
@@ -528,6 +530,14 @@ impl Repo {
         Ok(())
     }
 
+    /// The same statement awaited as it is made: a `query!` is taken for a statement, as
+    /// workers-rs's is, whose `.await` is retried as any statement's is.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn own_query_macro_awaited(&self) -> Result<(), Error> {
+        query!(self.db, "SELECT item FROM orders").await?;
+        Ok(())
+    }
+
     /// D1's `prepare` on a field: probed by type, before the statement is made.
     #[d1_retry(policy = NO_BUDGET)]
     async fn d1_field(&self) -> Result<Option<Count>, Error> {
@@ -794,6 +804,32 @@ async fn a_prepare_of_the_project_s_own_is_out_of_sight() {
         assert!(method(&repo).await.is_err(), "{shape}: D1's error");
         assert_eq!(repo.db.calls().len(), 1, "{shape}: made once");
         assert_eq!(archived(&repo), 1, "{shape}: the insert landed once");
+    }
+}
+
+/// A statement of the project's own `query!`, awaited where it is made: when D1 was not
+/// reached it is made again, and its insert lands once; after it ran (maybe executed), it
+/// is made once, judged by what D1 holds (an insert), not by the `SELECT` shown.
+#[tokio::test(start_paused = true)]
+async fn a_query_macro_s_statement_awaited_where_it_is_made_is_retried_as_a_statement() {
+    for (timing, made, landed) in [
+        (Timing::BeforeExecution, 2, 1),
+        (Timing::AfterExecution, 1, 1),
+    ] {
+        let repo = seeded();
+        let message = match timing {
+            Timing::BeforeExecution => Message::CannotResolve,
+            _ => Message::NetworkConnectionLost,
+        };
+        test_support::fail_once(&repo.db, ARCHIVE, message, timing);
+        let result = repo.own_query_macro_awaited().await;
+        assert_eq!(result.is_ok(), made == 2, "{timing:?}: {result:?}");
+        assert_eq!(repo.db.calls().len(), made, "{timing:?}: made");
+        assert_eq!(
+            archived(&repo),
+            landed,
+            "{timing:?}: the insert landed once"
+        );
     }
 }
 

@@ -35,7 +35,8 @@
 //! [`std_macros`] executions inside `matches!`; [`invalid_inner_policies`] a call under a
 //! policy `validate()` refuses, inside an attempt that runs again; [`deref_fields`]
 //! statements reached through a field behind a `Deref` of the user's, which may name another
-//! statement by the time the call is retried; [`extension_traits`] an extension trait of the
+//! statement by the time the call is retried; [`written_receivers`] receivers in parentheses
+//! or pasted by a `macro_rules!` of the user's; [`extension_traits`] an extension trait of the
 //! user's for every type, with methods named like those the expansion calls.
 //!
 //! The waits run on tokio's paused clock: virtual, so the retry schedules cost no time.
@@ -61,3 +62,4 @@ mod statements_kept;
 mod std_macros;
 mod time_limits;
 mod wrapped_statements;
+mod written_receivers;
