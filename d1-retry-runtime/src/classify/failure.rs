@@ -60,7 +60,14 @@ impl<'e> Failure<'e> {
                 text: Text::Chain(text),
             };
         }
-        Failure::from_error(error)
+        // Not `from_error(error)`: the downcast above is not folded away, so this path is
+        // compiled for `worker::Error` too, where making it a `dyn Error` would link its
+        // `Debug` (see `Link::shown`).
+        let (told, text) = crate::classify::classify_shown_chain(error, error.source());
+        Failure {
+            told,
+            text: Text::Chain(text),
+        }
     }
 
     /// Classifies a value that is only `Display` by its text, read like one link of a chain.

@@ -18,8 +18,11 @@ use super::worker_error::WorkerLink;
 /// One link of an error chain and how it is read.
 #[derive(Clone, Copy)]
 pub(super) enum Link<'e> {
-    /// Read by its `Display`.
-    Display(&'e (dyn Error + 'static)),
+    /// Read by its `Display`; `source` is its `source()`, the next link.
+    Display {
+        text: &'e dyn fmt::Display,
+        source: Option<&'e (dyn Error + 'static)>,
+    },
     /// Read from the JavaScript texts of a `worker::Error`.
     #[cfg(feature = "worker")]
     Worker(WorkerLink<'e>),
@@ -29,10 +32,27 @@ impl<'e> Link<'e> {
     /// Decides how to read `error`.
     pub(super) fn of(error: &'e (dyn Error + 'static)) -> Self {
         #[cfg(feature = "worker")]
-        if let Some(reading) = WorkerLink::of(error) {
+        if let Some(error) = error.downcast_ref::<worker::Error>() {
+            return Link::worker(error);
+        }
+        Link::shown(error, error.source())
+    }
+
+    /// The outermost link of an error whose type is known and is not a `worker::Error`,
+    /// given as its `Display` and its `source()`: read as [`of`](Self::of) reads it, without
+    /// making the error a `dyn Error`. `Failure::of` reads every error type through here
+    /// but a `worker::Error`; a `dyn Error` of its type would link its `Debug` (the
+    /// vtable's), which nothing calls, and a `worker::Error`'s is 867 bytes in each codegen
+    /// unit that made one (BENCHMARKS.md section 5, forty-fifth round).
+    pub(super) fn shown(
+        text: &'e dyn fmt::Display,
+        source: Option<&'e (dyn Error + 'static)>,
+    ) -> Self {
+        #[cfg(feature = "worker")]
+        if let Some(reading) = WorkerLink::displayed(text, source) {
             return Link::Worker(reading);
         }
-        Link::Display(error)
+        Link::Display { text, source }
     }
 
     /// A `worker::Error` the chain starts with, read without making it a `dyn Error`:
@@ -47,7 +67,7 @@ impl<'e> Link<'e> {
     /// The next link of the chain.
     pub(super) fn source(self) -> Option<&'e (dyn Error + 'static)> {
         match self {
-            Link::Display(error) => error.source(),
+            Link::Display { source, .. } => source,
             #[cfg(feature = "worker")]
             Link::Worker(reading) => reading.source(),
         }
@@ -57,7 +77,7 @@ impl<'e> Link<'e> {
     #[cfg(test)]
     pub(super) fn to_text(self) -> String {
         match self {
-            Link::Display(error) => error.to_string(),
+            Link::Display { text, .. } => text.to_string(),
             #[cfg(feature = "worker")]
             Link::Worker(reading) => reading.to_string(),
         }
@@ -66,7 +86,7 @@ impl<'e> Link<'e> {
     /// What this link says about the failure, if anything; see [`head::text_class`].
     pub(super) fn class(self) -> Option<FailureClass> {
         match self {
-            Link::Display(error) => head::text_class(&error),
+            Link::Display { text, .. } => head::text_class(text),
             #[cfg(feature = "worker")]
             Link::Worker(reading) => reading.class(),
         }
@@ -76,7 +96,7 @@ impl<'e> Link<'e> {
     /// wrote; see [`log_text::write_first_line`].
     pub(super) fn write_first_line(self, f: &mut fmt::Formatter<'_>) -> Result<usize, fmt::Error> {
         match self {
-            Link::Display(error) => log_text::write_first_line(&error, f),
+            Link::Display { text, .. } => log_text::write_first_line(text, f),
             #[cfg(feature = "worker")]
             Link::Worker(reading) => log_text::write_first_line(&reading, f),
         }

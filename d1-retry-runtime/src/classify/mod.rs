@@ -270,6 +270,15 @@ pub(crate) fn classify_chain<'e>(
     classified(walk(error))
 }
 
+/// [`classify_chain`] for an error of a known type that is not a `worker::Error`, given as
+/// its `Display` and its `source()` (see [`Link::shown`]).
+pub(crate) fn classify_shown_chain<'e>(
+    text: &'e dyn fmt::Display,
+    source: Option<&'e (dyn Error + 'static)>,
+) -> (Option<FailureClass>, ChainText<'e>) {
+    classified(walk_from(Link::shown(text, source)))
+}
+
 /// [`classify_chain`] for a `worker::Error`, read as the outermost link without being made a
 /// `dyn Error` (see [`Link::worker`]).
 #[cfg(feature = "worker")]

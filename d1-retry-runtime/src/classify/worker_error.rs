@@ -5,7 +5,8 @@
 //! is a question of classification, answered with the same reading of one message
 //! ([`head::text_class`]) as any other link; the `worker` module is about running inside a
 //! Worker (sleeping, [`D1Retry`](crate::worker::D1Retry)). The classifier's chain walk asks
-//! [`WorkerLink::of`] about every link, and reads the links this module knows through it.
+//! [`WorkerLink::displayed`] about every link that is not a `worker::Error`, and reads the
+//! links this module knows through it.
 //!
 //! A D1 failure reaches Rust in several shapes (`shared/notes/d1-errors.md`):
 //!
@@ -61,14 +62,22 @@ pub(super) enum WorkerLink<'e> {
 
 impl<'e> WorkerLink<'e> {
     /// How to read `link`, when this module knows it; `None` to read it by its `Display`.
-    pub(super) fn of(link: &'e (dyn StdError + 'static)) -> Option<Self> {
+    /// The chain walk decides the same with `Link::of`, which reads a link's `source()` once.
+    #[cfg(test)]
+    fn of(link: &'e (dyn StdError + 'static)) -> Option<Self> {
         if let Some(error) = link.downcast_ref::<Error>() {
             return Some(WorkerLink::Error(error));
         }
-        if shows_d1_debug(link) {
-            return Some(WorkerLink::DisplayedD1(DisplayedD1Cause(link)));
-        }
-        None
+        Self::displayed(link, link.source())
+    }
+
+    /// How to read a link that is not a `worker::Error`, given as its `Display` and its
+    /// `source()`: as a D1 variant's `Display` if it shows one, else `None`.
+    pub(super) fn displayed(
+        text: &'e dyn fmt::Display,
+        source: Option<&'e (dyn StdError + 'static)>,
+    ) -> Option<Self> {
+        shows_d1_debug(text).then_some(WorkerLink::DisplayedD1(DisplayedD1Cause { text, source }))
     }
 
     /// The next link of the chain: a `worker::Error`'s `source()` (an `UnknownJsError`'s
@@ -78,7 +87,7 @@ impl<'e> WorkerLink<'e> {
     pub(super) fn source(self) -> Option<&'e (dyn StdError + 'static)> {
         match self {
             WorkerLink::Error(error) => StdError::source(error),
-            WorkerLink::DisplayedD1(cause) => cause.0.source(),
+            WorkerLink::DisplayedD1(cause) => cause.source,
         }
     }
 
@@ -186,12 +195,17 @@ fn shows_d1_debug(link: &dyn fmt::Display) -> bool {
 /// JavaScript cause as `<name>: <message>`, then its stack. Writes nothing when the
 /// `Display` is not that of a D1 variant.
 #[derive(Clone, Copy)]
-pub(super) struct DisplayedD1Cause<'e>(&'e (dyn StdError + 'static));
+pub(super) struct DisplayedD1Cause<'e> {
+    /// The link's `Display`.
+    text: &'e dyn fmt::Display,
+    /// The link's `source()`, the next link of the chain.
+    source: Option<&'e (dyn StdError + 'static)>,
+}
 
 impl fmt::Display for DisplayedD1Cause<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut after = AfterD1Debug::new(f);
-        let written = fmt::write(&mut after, format_args!("{}", self.0));
+        let written = fmt::write(&mut after, format_args!("{}", self.text));
         match after.state {
             // Our own stop at a mismatch; the text is simply not a D1 variant's.
             Match::Mismatch => Ok(()),
@@ -512,6 +526,10 @@ mod tests {
     #[test]
     fn displayed_cause_writes_nothing_for_other_text() {
         let other = Transparent("Network connection lost.");
-        assert_eq!(DisplayedD1Cause(&other).to_string(), "");
+        let cause = DisplayedD1Cause {
+            text: &other,
+            source: None,
+        };
+        assert_eq!(cause.to_string(), "");
     }
 }
