@@ -1,7 +1,8 @@
 //! Statements held and chosen: kept in an `Option` field and taken, prepared once and bound
 //! in loops with `continue`, early `return` and labelled `break`, picked by labelled blocks
 //! (by a `break` in their value too), `loop`s, deferred `let`s and an assignment over a
-//! read, destructured from tuples (names swapped), kept in struct
+//! read, destructured from tuples (names swapped), bound by `if let` over an outer name and
+//! by a typed `let`, kept in struct
 //! fields, `Vec`s, a `Mutex` queue, a `RefCell` and a `HashMap`, shadowed in inner blocks,
 //! prepared under one name from dynamic SQL, and awaited themselves.
 
@@ -311,6 +312,23 @@ impl Looper {
         Ok(n(a))
     }
 
+    /// `if let Some(stmt)` over a write handed in, beside an outer read named `stmt`, and a
+    /// typed `let` of a write.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn if_let_shadow(&self, pending: Option<D1PreparedStatement>) -> Result<i64, Error> {
+        let stmt = self.db.prepare(READ_N);
+        let a = stmt.first::<Count>(None).await?;
+        if let Some(stmt) = pending {
+            stmt.run().await?;
+            self.effects.push("pending");
+        }
+        let typed: D1PreparedStatement = self
+            .db
+            .prepare("INSERT INTO orders (item) VALUES ('typed')");
+        typed.run().await?;
+        Ok(n(a))
+    }
+
     /// A `Vec` of reads and writes run in turn.
     #[allow(clippy::useless_vec, reason = "the shape: a `Vec` of statements")]
     #[d1_retry(policy = NO_BUDGET)]
@@ -423,6 +441,11 @@ async fn writes_in_struct_fields_and_for_loops_land_once_whatever_fails() {
     .await;
     sweep("vec for", |db, effects| async move {
         Looper { db, effects }.vec_for().await
+    })
+    .await;
+    sweep("if let shadowing a read", |db, effects| async move {
+        let pending = db.prepare("INSERT INTO orders (item) VALUES ('iflet')");
+        Looper { db, effects }.if_let_shadow(Some(pending)).await
     })
     .await;
 }
