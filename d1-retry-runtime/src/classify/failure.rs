@@ -39,7 +39,11 @@ impl<'e> Failure<'e> {
     /// when a deeper link decided, `: ` and the first line of that link. Formatting it reads
     /// only those two links: the chain is not walked or classified again.
     pub fn from_error(error: &'e (dyn Error + 'static)) -> Self {
-        let (told, text) = classify_chain(error);
+        Self::chain(classify_chain(error))
+    }
+
+    /// A failure read from a chain: the class its links told, and its text.
+    fn chain((told, text): (Option<FailureClass>, ChainText<'e>)) -> Self {
         Failure {
             told,
             text: Text::Chain(text),
@@ -54,20 +58,12 @@ impl<'e> Failure<'e> {
     pub(crate) fn of<E: Error + 'static>(error: &'e E) -> Self {
         #[cfg(feature = "worker")]
         if let Some(error) = (error as &dyn core::any::Any).downcast_ref::<worker::Error>() {
-            let (told, text) = crate::classify::classify_worker_chain(error);
-            return Failure {
-                told,
-                text: Text::Chain(text),
-            };
+            return Self::chain(crate::classify::classify_worker_chain(error));
         }
         // Not `from_error(error)`: the downcast above is not folded away, so this path is
         // compiled for `worker::Error` too, where making it a `dyn Error` would link its
         // `Debug` (see `Link::shown`).
-        let (told, text) = crate::classify::classify_shown_chain(error, error.source());
-        Failure {
-            told,
-            text: Text::Chain(text),
-        }
+        Self::chain(crate::classify::classify_shown_chain(error, error.source()))
     }
 
     /// Classifies a value that is only `Display` by its text, read like one link of a chain.
