@@ -1,6 +1,6 @@
 //! A statement a `read_only` body does not run itself but hands on to what runs it out of
 //! sight: an element of `join!` or `try_join!`, a copy handed to `tokio::time::timeout` or
-//! collected in an array or `vec!` for a `join_all`,
+//! collected in an array or `vec!` for a `join_all`, handed to a method of the user's,
 //! `IntoFuture::into_future` called by its path, and an execution's path handed on as a
 //! function under a name of the user's (`type Stmt = D1PreparedStatement`). Each is
 //! observed as it is handed over (a statement's SQL read as if it ran there; a path the
@@ -107,6 +107,21 @@ async fn clone_path_in_timeout(db: &D1Database, held: &D1PreparedStatement) -> R
     count_orders(db).await
 }
 
+/// A helper of the user's that runs the statement it is given.
+struct Sender;
+
+impl Sender {
+    async fn send(&self, statement: D1PreparedStatement) -> Result<(), Error> {
+        statement.run().await.map(drop)
+    }
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn to_a_method(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    Sender.send(held.clone()).await?;
+    count_orders(db).await
+}
+
 /// Runs `body` with a held statement of `sql` while the count at its end fails once after
 /// it ran; returns whether the caller got an error, and the rows in `orders`.
 async fn run<F, Fut>(sql: &str, body: F) -> (usize, i64)
@@ -146,6 +161,7 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "join_all([..])" => |db, held| in_an_array(&db, &held).await,
         "to_owned()" => |db, held| to_owned_in_timeout(&db, &held).await,
         "Clone::clone" => |db, held| clone_path_in_timeout(&db, &held).await,
+        "a method of the user's" => |db, held| to_a_method(&db, &held).await,
     );
 }
 
