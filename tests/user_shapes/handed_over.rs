@@ -122,6 +122,21 @@ async fn to_a_method(db: &D1Database, held: &D1PreparedStatement) -> Result<i64,
     count_orders(db).await
 }
 
+/// A copy handed on after a `while let` that bound its name to something else: that name
+/// is the loop's alone, so after the loop the copy is still a copy.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_after_a_while_let(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    let copy = held.clone();
+    let mut names = vec!["queued"];
+    while let Some(copy) = names.pop() {
+        assert_eq!(copy, "queued");
+    }
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// Runs `body` with a held statement of `sql` while the count at its end fails once after
 /// it ran; returns whether the caller got an error, and the rows in `orders`.
 async fn run<F, Fut>(sql: &str, body: F) -> (usize, i64)
@@ -162,6 +177,7 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "to_owned()" => |db, held| to_owned_in_timeout(&db, &held).await,
         "Clone::clone" => |db, held| clone_path_in_timeout(&db, &held).await,
         "a method of the user's" => |db, held| to_a_method(&db, &held).await,
+        "a copy after a while let" => |db, held| copy_after_a_while_let(&db, &held).await,
     );
 }
 
