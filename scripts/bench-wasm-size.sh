@@ -124,12 +124,16 @@ git -C "$repo" diff --stat HEAD 2>/dev/null | sed 's/^/    /' || true
 # build() for the copies).
 find "$src" -type f -exec touch {} +
 
+at_snapshot() { # at_snapshot DIR: the copy's path dependencies (`../..`) on the snapshot
+    sed -i "s#path = \"\.\./\.\.\"#path = \"$src\"#" "$1/Cargo.toml"
+}
+
 copy() { # copy NAME -> a copy of the example whose path dependencies still resolve
     local dir="$work/$1"
     mkdir -p "$dir"
     (cd "$example" && tar cf - --exclude=./target --exclude=./build --exclude=./node_modules \
         --exclude=./.wrangler .) | (cd "$dir" && tar xf -)
-    sed -i "s#path = \"\.\./\.\.\"#path = \"$src\"#" "$dir/Cargo.toml"
+    at_snapshot "$dir"
     if [ "${SIZE_PROFILE:-0}" = 1 ]; then
         sed -i -e 's/^codegen-units = .*/codegen-units = 1\nlto = true\nstrip = true/' "$dir/Cargo.toml"
         grep -q '^lto = true$' "$dir/Cargo.toml" ||
@@ -179,15 +183,14 @@ logs_off() { # logs_off DIR: the copy's logs compiled out (tracing's release_max
         "$1/Cargo.toml"
 }
 
-readopt() { # readopt DIR [CRATE...]: a stripped copy with the d1-retry dependency (and the
-    # dependency lines of examples/worker/Cargo.toml's CRATEs, or the given lines) back, and
-    # the example's policy module
+readopt() { # readopt DIR [LINE...]: a stripped copy with examples/worker's d1-retry
+    # dependency back, the given dependency LINEs added, and the example's policy module
     local dir="$1" line
     shift
     for line in "$(grep '^d1-retry = ' "$example/Cargo.toml")" "$@"; do
         sed -i "s#^\[dependencies\]\$#[dependencies]\n$line#" "$dir/Cargo.toml"
     done
-    sed -i "s#path = \"\.\./\.\.\"#path = \"$src\"#" "$dir/Cargo.toml"
+    at_snapshot "$dir"
     cp "$example/src/policy.rs" "$dir/src/"
     sed -i 's/^mod shop;$/mod policy;\nmod shop;/' "$dir/src/lib.rs"
     grep -q '^d1-retry = ' "$dir/Cargo.toml" && grep -q '^mod policy;$' "$dir/src/lib.rs" ||
