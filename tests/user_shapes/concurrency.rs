@@ -415,9 +415,15 @@ async fn futures_wrapped_with_one_type_compile_and_run_as_written() {
 /// elements of a `vec!` for a `join_all` and of an array, the arms of an `if`, a `Vec`
 /// they are pushed into, a `let` assigned another site's future. They did not compile
 /// (E0308: each `let` held a future of a type of its own); each is now left as written, as
-/// one written at the meeting place is, and the reads around them are still retried.
+/// one written at the meeting place is, and the reads around them are still retried. A `let`
+/// with a type (`let fj: _ = ..`) meets as one without.
 #[d1_retry(policy = NO_BUDGET)]
-#[allow(unused_assignments, clippy::vec_init_then_push, clippy::let_and_return)]
+#[allow(
+    unused_assignments,
+    clippy::vec_init_then_push,
+    clippy::let_and_return,
+    clippy::let_with_type_underscore
+)]
 async fn lets_that_meet(db: &D1Database, dry: bool) -> Result<i64, Error> {
     let before = db.prepare(READ_N).first::<Count>(None).await?;
     let w = [
@@ -428,8 +434,9 @@ async fn lets_that_meet(db: &D1Database, dry: bool) -> Result<i64, Error> {
         db.prepare("INSERT INTO orders (item) VALUES ('meet-5')"),
         db.prepare("INSERT INTO orders (item) VALUES ('meet-6')"),
         db.prepare("INSERT INTO orders (item) VALUES ('meet-7')"),
+        db.prepare("INSERT INTO orders (item) VALUES ('meet-8')"),
     ];
-    let [w1, w2, w3, w4, w5, w6, w7] = &w;
+    let [w1, w2, w3, w4, w5, w6, w7, w8] = &w;
     // A read of its own, never run here (the write is chosen each time).
     let r = db.prepare("SELECT count(*) AS meet FROM audit");
     let fa = w1.run();
@@ -464,6 +471,11 @@ async fn lets_that_meet(db: &D1Database, dry: bool) -> Result<i64, Error> {
         }
     };
     last.await?;
+    // A `let` with a type, `_` here: its name meets as an untyped one does.
+    let fj: _ = w8.run();
+    let fk = r.run();
+    let chosen = if dry { fk } else { fj };
+    chosen.await?;
     let after = db.prepare(READ_N).first::<Count>(None).await?;
     Ok(n(after) - n(before))
 }
@@ -473,6 +485,38 @@ async fn futures_bound_by_lets_that_meet_compile_and_run_as_written() {
     sweep_leaving("lets that meet", &["('meet-"], |db, effects| async move {
         effects.push("met");
         lets_that_meet(&db, false).await
+    })
+    .await;
+}
+
+/// Futures made where nothing needs them to have one type with another site: a block's
+/// value, a tuple's element, an `Option` made of a block. Each is retried on its own, and
+/// the code around it (the block's side effect) runs once. Only the one-type positions
+/// (an `if`'s arms, a `match`'s, what meets in a `vec!`) leave a future as written.
+#[d1_retry(policy = NO_BUDGET)]
+#[allow(unused_braces)]
+async fn kept_in_values(db: &D1Database, effects: &Effects) -> Result<i64, Error> {
+    let insert = db.prepare("INSERT INTO orders (item) VALUES ('valued')");
+    let ran = {
+        effects.push("made");
+        insert.run()
+    };
+    ran.await?;
+    let count = db.prepare(READ_N);
+    let (counted, _table) = (count.first::<Count>(None), "orders");
+    let orders = n(counted.await?);
+    let audit = db.prepare("INSERT INTO audit (what) VALUES ('valued')");
+    let logged = Some({ audit.run() });
+    if let Some(logged) = logged {
+        logged.await?;
+    }
+    Ok(orders)
+}
+
+#[tokio::test(start_paused = true)]
+async fn futures_kept_in_a_block_value_or_a_tuple_are_retried_on_their_own() {
+    sweep("kept in values", |db, effects| async move {
+        kept_in_values(&db, &effects).await
     })
     .await;
 }

@@ -1046,6 +1046,47 @@ fn only_calls_that_cannot_break_are_rewritten() {
     );
 }
 
+/// A future kept in a value that needs no one type with another site (a block's value, a
+/// tuple's element, an `Option` of a block) is retried; in a one-type position (an arm's
+/// value after other statements, a `let` with a type whose name meets, what is pushed by
+/// the method's path) it is left as written, or the code would not compile.
+#[test]
+fn futures_in_values_are_retried_and_in_one_type_positions_left() {
+    for (body, first) in [
+        (
+            "{ let v = { log(); a.run() }; v.await?; }",
+            "run retried unseen",
+        ),
+        (
+            "{ let v = Some({ a.run() }); v.unwrap().await?; }",
+            "run retried unseen",
+        ),
+        (
+            "{ let (fa, n) = (a.first(None), 1); fa.await?; }",
+            "first retried unseen",
+        ),
+    ] {
+        assert_eq!(per_call(body)[0], first, "{body}");
+    }
+    let left = [
+        "{ let c = if d { log(); a.run() } else { b.run() }; c.await?; }",
+        "{ let c = if d { { log(); a.run() } } else { b.run() }; c.await?; }",
+        "{ let c = match d { true => { log(); a.run() } _ => b.run() }; c.await?; }",
+        "{ let fa: _ = a.run(); let fb = b.run(); join_all(vec![fa, fb]).await; }",
+        "{ let fa = a.run(); let fb: _ = b.run(); let c = if d { fa } else { fb }; c.await?; }",
+        "{ let mut v = Vec::new(); Vec::push(&mut v, a.run()); Vec::push(&mut v, b.run()); }",
+        "{ let (c, _) = if d { (a.run(), 1) } else { (b.run(), 2) }; c.await?; }",
+        "{ slot.f = a.run(); slot.f = b.run(); }",
+    ];
+    for body in left {
+        assert_eq!(
+            per_call(body)[..2],
+            ["run as written unseen", "run as written unseen"],
+            "{body}"
+        );
+    }
+}
+
 #[test]
 fn an_async_move_block_gets_its_own_schedule() {
     let (_, body) = found_in(
