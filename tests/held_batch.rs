@@ -124,6 +124,28 @@ impl Repo {
         Ok(first?.len() + second?.len())
     }
 
+    /// A list written out of statements made out of sight (`held`, `read`): the batch is
+    /// judged by the SQL every statement of the list holds, as a list out of sight.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn written_out(
+        &self,
+        held: &D1PreparedStatement,
+        read: &D1PreparedStatement,
+    ) -> Result<Vec<D1Result>, Error> {
+        self.db.batch(vec![held.clone(), read.clone()]).await
+    }
+
+    /// The same with a statement made in sight in the list.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn written_out_beside(&self, held: &D1PreparedStatement) -> Result<Vec<D1Result>, Error> {
+        self.db
+            .batch(vec![
+                held.clone(),
+                self.db.prepare(READ).bind(&["lamp".into()])?,
+            ])
+            .await
+    }
+
     /// The same under time limits, stored.
     #[d1_retry(policy = TIMED)]
     async fn stored_bounded(&self, sql: &str) -> Result<Vec<D1Result>, Error> {
@@ -183,6 +205,40 @@ async fn a_read_and_a_write_in_one_list_land_once() {
     assert!(repo.read_then_write().await.is_err());
     assert_eq!(calls_with(&repo.db, READ), 1, "made once");
     assert_eq!(count(&repo.db, "SELECT count(*) FROM orders"), 1);
+}
+
+/// One list written out with `held` in it: beside another statement made out of sight,
+/// or beside one made in sight.
+async fn written_out(r: &Repo, held: &D1PreparedStatement, beside: bool) -> Result<usize, Error> {
+    let results = if beside {
+        r.written_out_beside(held).await?
+    } else {
+        let read = r.statements(READ, &["lamp"])?.remove(0);
+        r.written_out(held, &read).await?
+    };
+    Ok(results.len())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_written_out_with_statements_out_of_sight_is_judged_by_all_it_holds() {
+    for beside in [false, true] {
+        let r = repo();
+        let held = r.statements(READ, &["tea"]).unwrap().remove(0);
+        lose_once_after_running(&r.db, READ);
+        assert_eq!(written_out(&r, &held, beside).await.unwrap(), 2, "{beside}");
+        assert_eq!(calls_with(&r.db, READ), 2, "{beside}: reads, made again");
+
+        let r = repo();
+        let held = r.statements(INSERT, &["tea"]).unwrap().remove(0);
+        lose_once_after_running(&r.db, INSERT);
+        assert!(written_out(&r, &held, beside).await.is_err(), "{beside}");
+        assert_eq!(
+            calls_with(&r.db, INSERT),
+            1,
+            "{beside}: a write in it, made once"
+        );
+        assert_eq!(count(&r.db, "SELECT count(*) FROM orders"), 1, "{beside}");
+    }
 }
 
 #[tokio::test(start_paused = true)]
