@@ -235,7 +235,7 @@ impl Sqls {
         Ok((r.len() + r2.len()) as i64)
     }
 
-    /// Every way to read a statement, then a session's read and write.
+    /// Every way to read a statement, the database's dump, then a session's read and write.
     #[d1_retry(policy = NO_BUDGET)]
     async fn read_forms(&self) -> Result<i64, Error> {
         let s = self.db.prepare(READ_N);
@@ -247,6 +247,9 @@ impl Sqls {
         self.effects.push("raw_js_value");
         let d = s.clone().await?;
         self.effects.push("await");
+        // A read of the whole database, which has no SQL: retried as a read.
+        let dumped = !self.db.dump().await?.is_empty();
+        self.effects.push("dump");
         let session = self.db.with_session(None)?;
         let e = session.prepare(READ_N).first::<Count>(None).await?;
         self.effects.push("session read");
@@ -255,7 +258,7 @@ impl Sqls {
             .run()
             .await?;
         self.effects.push("session write");
-        Ok((a.rows().len() + b.len() + c.len() + d.rows().len()) as i64 + n(e))
+        Ok((a.rows().len() + b.len() + c.len() + d.rows().len()) as i64 + n(e) + i64::from(dumped))
     }
 
     /// SQL handed to `prepare` the way D1's `prepare` takes it, as a generic
