@@ -68,11 +68,29 @@ async fn first_row(statement: std::rc::Rc<D1PreparedStatement>) -> Result<Option
     statement.first().await
 }
 
+/// A `first(column)` of the project's own for `Box<D1PreparedStatement>`, with D1's column:
+/// looked up as D1's `first` is, with its one argument.
+trait CachedFirst {
+    async fn first(&self, column: Option<&str>) -> Result<Option<u32>, Error>;
+}
+
+impl CachedFirst for Box<D1PreparedStatement> {
+    async fn first(&self, column: Option<&str>) -> Result<Option<u32>, Error> {
+        D1PreparedStatement::first(self, column).await
+    }
+}
+
+#[d1_retry]
+async fn cached_first(statement: Box<D1PreparedStatement>) -> Result<Option<u32>, Error> {
+    statement.first(None).await
+}
+
 fn main() {
     let _ = (
         place_all,
         read_audited,
         read_audited_in_a_read_only_body,
         first_row,
+        cached_first,
     );
 }
