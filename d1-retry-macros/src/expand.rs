@@ -25,9 +25,17 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         )
     })?;
     let mut function = function.check()?;
-    let krate = match options.krate() {
-        Some(path) => path.to_token_stream(),
-        None => quote!(::d1_retry),
+    // A path of the user's (`crate = "..."`) is imported once, at the top of the body, and
+    // named through that import: a path that does not resolve is then one error, at the
+    // user's string, rather than one per use in the expansion.
+    let (krate, crate_import) = match options.krate() {
+        Some(path) => {
+            let at = Span::mixed_site().located_at(path.span());
+            let alias = Ident::new("__d1_retry_crate", at);
+            let import = quote_spanned!(at=> use #path as #alias;);
+            (alias.to_token_stream(), Some(import))
+        }
+        None => (quote!(::d1_retry), None),
     };
     let private = quote!(#krate::__private);
     // The mode the options declare; `mode` below is the one the body is expanded in.
@@ -153,6 +161,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         }
     };
 
+    let body = quote!(#crate_import #body);
     let Checked {
         attrs, vis, sig, ..
     } = &function;

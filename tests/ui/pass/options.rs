@@ -40,6 +40,14 @@ async fn renamed(db: &Db) -> Result<u64, DbError> {
     db.prepare("SELECT 1").run().await
 }
 
+/// The expansion's paths through the renamed dependency: a policy constant (checked, and
+/// its time limits chosen, by the compiler) and each call retried on its own.
+#[d1_retry(crate = "renamed_d1_retry", policy = FAST)]
+async fn renamed_per_call(db: &Db) -> Result<u64, DbError> {
+    db.prepare("SELECT 1").run().await?;
+    db.prepare("INSERT INTO tags (name) VALUES ('c')").run().await
+}
+
 #[d1_retry(read_only)]
 async fn no_site(db: &Db) -> Result<u64, DbError> {
     helper(db).await
@@ -50,5 +58,13 @@ async fn helper(db: &Db) -> Result<u64, DbError> {
 }
 
 fn main() {
-    let _ = (read_only, idempotent, knobs, policy, renamed, no_site);
+    let _ = (
+        read_only,
+        idempotent,
+        knobs,
+        policy,
+        renamed,
+        renamed_per_call,
+        no_site,
+    );
 }
