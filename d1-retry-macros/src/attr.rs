@@ -475,8 +475,13 @@ mod tests {
         assert!(looks_like("ReadOnly", "read_only"));
         assert!(looks_like("idempotant", "idempotent"));
         assert!(looks_like("max_attempt", "max_attempts"));
+        assert!(looks_like("deadlines_ms", "deadline_ms"));
         assert!(!looks_like("retries", "read_only"));
         assert!(!looks_like("timeout", "name"));
+        // A prefix two keys share is a near miss of neither, nor is a longer word that holds
+        // a key: nine letters too few, nine too many.
+        assert!(!looks_like("max", "max_attempts"));
+        assert!(!looks_like("operation_name", "name"));
     }
 
     /// `policy = $p` in a `macro_rules!`: the path arrives in an invisible group.
