@@ -667,6 +667,13 @@ impl Tuned {
     async fn unnamed(&self) -> Result<u64, DbError> {
         self.db.prepare("SELECT 1").run().await
     }
+
+    /// No receiver: `Self` in the signature says the function sits in an `impl`.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn opened(db: FakeDb) -> Result<Self, DbError> {
+        db.prepare("SELECT 1").run().await?;
+        Ok(Self { db })
+    }
 }
 
 #[d1_retry(policy = NO_BUDGET)]
@@ -717,7 +724,9 @@ async fn operation_names_reach_the_logs() {
     tuned().named().await.ok();
     tuned().unnamed().await.ok();
     free_function(&FakeDb::failing(&[NETWORK_LOST])).await.ok();
+    Tuned::opened(FakeDb::failing(&[NETWORK_LOST])).await.ok();
     logs.assert_contains("d1.operation=users.lookup ");
+    logs.assert_contains("d1.operation=Tuned::opened ");
     logs.assert_contains("d1.operation=Tuned::unnamed ");
     logs.assert_contains("d1.operation=free_function ");
 }
