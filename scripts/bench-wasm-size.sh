@@ -48,6 +48,11 @@
 #        A fourth build, with its logs compiled out by tracing's `release_max_level_off`
 #        feature (what a Worker without a subscriber can do, README "Logs"), prices the
 #        logs across every part: their call sites and the failure texts they render.
+#        Two more, with and plain with a log line of the Worker's own (a `tracing::warn!`
+#        when a request fails), price d1-retry for a Worker that already logs through
+#        tracing: such a Worker has tracing's event machinery (call-site registration,
+#        dispatch, its layer's `on_event`) before it adopts d1-retry, which the example,
+#        whose only events are d1-retry's, does not.
 #        PEERS=1 scripts/bench-wasm-size.sh   also prices adopting d1-retry against adopting
 #        backon, the peer, on the same K methods of a Worker that has neither, with three more
 #        builds: adopt+K, plain+K with d1-retry back and the K methods annotated, and
@@ -181,6 +186,13 @@ logs_off() { # logs_off DIR: the copy's logs compiled out (tracing's release_max
         fail "no tracing dependency with features = [\"std\"] in examples/worker/Cargo.toml: update logs_off"
     sed -i '/^tracing = /s/features = \["std"\]/features = ["std", "release_max_level_off"]/' \
         "$1/Cargo.toml"
+}
+
+own_log() { # own_log DIR: the copy logs a failed request itself, through tracing
+    sed -i '/^        Err(error) => {$/a\            tracing::warn!(error = %error_text(\&error), "request failed");' \
+        "$1/src/lib.rs"
+    grep -q 'tracing::warn!(error = %error_text(&error), "request failed");' "$1/src/lib.rs" ||
+        fail "no Err(error) arm in reply() of examples/worker/src/lib.rs: update own_log"
 }
 
 readopt() { # readopt DIR [LINE...]: a stripped copy with examples/worker's d1-retry
@@ -359,6 +371,11 @@ if [ "${BREAKDOWN:-0}" = 1 ]; then
     wrapped_routes="$(grep -c '"/wrapped/' "$with/src/lib.rs")"
     with_nolog="$(copy with-logs-off)"
     logs_off "$with_nolog"
+    with_ownlog="$(copy with-own-log)"
+    own_log "$with_ownlog"
+    plain_ownlog="$(copy plain-own-log)"
+    strip_d1_retry "$plain_ownlog"
+    own_log "$plain_ownlog"
 fi
 if [ "${PEERS:-0}" = 1 ]; then
     adopt_k="$(copy "adopt+$k")"
@@ -382,7 +399,7 @@ fi
 # The example's own annotated methods, priced at the per-method cost below.
 methods="$(code_lines "$with" | grep -c '#\[d1_retry\b')"
 
-builds=$((8 + ${BREAKDOWN:-0} * 4 + ${PEERS:-0} * 3))
+builds=$((8 + ${BREAKDOWN:-0} * 6 + ${PEERS:-0} * 3))
 echo "building $builds release Workers (a few minutes the first time)..."
 if [ "${SIZE_PROFILE:-0}" = 1 ]; then
     echo "release profile: the example's, with lto = true, codegen-units = 1, strip = true"
@@ -400,6 +417,8 @@ if [ "${BREAKDOWN:-0}" = 1 ]; then
     read -r plain_nowrap_raw plain_nowrap_gz <<<"$(build "$plain_nowrap")"
     read -r with_percall_raw with_percall_gz <<<"$(build "$with_percall")"
     read -r with_nolog_raw with_nolog_gz <<<"$(build "$with_nolog")"
+    read -r with_ownlog_raw with_ownlog_gz <<<"$(build "$with_ownlog")"
+    read -r plain_ownlog_raw plain_ownlog_gz <<<"$(build "$plain_ownlog")"
 fi
 if [ "${PEERS:-0}" = 1 ]; then
     read -r adopt_k_raw adopt_k_gz <<<"$(build "$adopt_k")"
@@ -476,6 +495,12 @@ if [ "${BREAKDOWN:-0}" = 1 ]; then
         "$((with_raw - with_nolog_raw))" "$((with_gz - with_nolog_gz))"
     printf '%-60s %10s %10s\n' "d1-retry with its logs compiled out adds" \
         "$((with_nolog_raw - plain_raw))" "$((with_nolog_gz - plain_gz))"
+    printf '%-60s %10s %10s\n' "with, logging a failed request itself" \
+        "$with_ownlog_raw" "$with_ownlog_gz"
+    printf '%-60s %10s %10s\n' "plain, logging a failed request itself" \
+        "$plain_ownlog_raw" "$plain_ownlog_gz"
+    printf '%-60s %10s %10s\n' "d1-retry adds to a Worker that logs itself" \
+        "$((with_ownlog_raw - plain_ownlog_raw))" "$((with_ownlog_gz - plain_ownlog_gz))"
 fi
 
 # PEERS=1: what a Worker without either pays to retry K methods with each.
