@@ -137,6 +137,69 @@ async fn copy_after_a_while_let(db: &D1Database, held: &D1PreparedStatement) -> 
     count_orders(db).await
 }
 
+/// A copy made by the type's path, bound to a name, then handed on.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn path_copy_bound(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    let copy = D1PreparedStatement::clone(held);
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// A statement a repository keeps in an `Option` (made on first use), copied out of it.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_out_of_an_option(
+    db: &D1Database,
+    held: &Option<D1PreparedStatement>,
+) -> Result<i64, Error> {
+    let copy = held.clone().unwrap();
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// A job of the user's, built and taken apart where it stands.
+struct Job {
+    statement: D1PreparedStatement,
+    tries: u32,
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_taken_out_of_a_job(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+) -> Result<i64, Error> {
+    let Job { statement, tries } = Job {
+        statement: held.clone(),
+        tries: 1,
+    };
+    assert_eq!(tries, 1);
+    tokio::time::timeout(Duration::from_secs(5), statement)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// The same, the job built on another's fields (`..template`): the field written out is the
+/// copy, whatever the template gives.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_taken_out_of_a_job_built_on_another(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    template: &Job,
+) -> Result<i64, Error> {
+    let Job { statement, .. } = Job {
+        statement: held.clone(),
+        ..*template
+    };
+    tokio::time::timeout(Duration::from_secs(5), statement)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// Runs `body` with a held statement of `sql` while the count at its end fails once after
 /// it ran; returns whether the caller got an error, and the rows in `orders`.
 async fn run<F, Fut>(sql: &str, body: F) -> (usize, i64)
@@ -178,6 +241,13 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "Clone::clone" => |db, held| clone_path_in_timeout(&db, &held).await,
         "a method of the user's" => |db, held| to_a_method(&db, &held).await,
         "a copy after a while let" => |db, held| copy_after_a_while_let(&db, &held).await,
+        "a copy by the type's path, bound" => |db, held| path_copy_bound(&db, &held).await,
+        "a copy out of an Option" => |db, held| copy_out_of_an_option(&db, &Some(held)).await,
+        "a copy taken out of a struct" => |db, held| copy_taken_out_of_a_job(&db, &held).await,
+        "a copy taken out of a struct built on another" => |db, held| {
+            let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };
+            copy_taken_out_of_a_job_built_on_another(&db, &held, &template).await
+        },
     );
 }
 

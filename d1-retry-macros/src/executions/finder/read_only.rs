@@ -1302,7 +1302,7 @@ fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>
         && let Some(pairs) = taken_apart(pattern, value)
     {
         for (pattern, part) in pairs {
-            bind_copies(copies, pattern, Some(part));
+            bind_copies(copies, pattern, part);
         }
         return;
     }
@@ -1322,14 +1322,24 @@ fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>
 
 /// The parts of `value` each part of `pattern` binds, where the pattern takes apart a value
 /// built where it stands, part by part: a tuple, an array, a tuple struct or a variant
-/// (`Some(..)`), a struct literal (without `..base`). `None` where it does not (a `..` in a
-/// tuple's or an array's pattern, a name bound to the whole).
-fn taken_apart<'p, 'e>(pattern: &'p Pat, value: &'e Expr) -> Option<Vec<(&'p Pat, &'e Expr)>> {
+/// (`Some(..)`), a struct literal. `None` where it does not (a `..` in a tuple's or an
+/// array's pattern, a name bound to the whole). A part `None` is a field a struct literal's
+/// `..base` gives: a part of a value the body may share, which binds no copy (`let Job {
+/// stmt, .. } = Job { stmt: s.clone(), ..template }` binds `stmt` to the copy all the same).
+fn taken_apart<'p, 'e>(
+    pattern: &'p Pat,
+    value: &'e Expr,
+) -> Option<Vec<(&'p Pat, Option<&'e Expr>)>> {
     let in_order = |patterns: Vec<&'p Pat>, parts: Vec<&'e Expr>| {
         let rest = patterns
             .iter()
             .any(|pattern| matches!(pattern, Pat::Rest(_)));
-        (!rest && patterns.len() == parts.len()).then(|| patterns.into_iter().zip(parts).collect())
+        (!rest && patterns.len() == parts.len()).then(|| {
+            patterns
+                .into_iter()
+                .zip(parts.into_iter().map(Some))
+                .collect()
+        })
     };
     match (pattern, strip_parens(value)) {
         (Pat::Type(typed), _) => taken_apart(&typed.pat, value),
@@ -1345,15 +1355,15 @@ fn taken_apart<'p, 'e>(pattern: &'p Pat, value: &'e Expr) -> Option<Vec<(&'p Pat
         (Pat::TupleStruct(patterns), Expr::Call(call)) if is_constructor(&call.func) => {
             in_order(patterns.elems.iter().collect(), call.args.iter().collect())
         }
-        (Pat::Struct(patterns), Expr::Struct(built)) if built.rest.is_none() => patterns
+        (Pat::Struct(patterns), Expr::Struct(built)) => patterns
             .fields
             .iter()
             .map(|field| {
-                let part = built
-                    .fields
-                    .iter()
-                    .find(|part| part.member == field.member)?;
-                Some((&*field.pat, &part.expr))
+                let part = built.fields.iter().find(|part| part.member == field.member);
+                match part {
+                    Some(part) => Some((&*field.pat, Some(&part.expr))),
+                    None => built.rest.as_ref().map(|_| (&*field.pat, None)),
+                }
             })
             .collect(),
         _ => None,
