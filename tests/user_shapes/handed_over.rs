@@ -200,6 +200,104 @@ async fn copy_taken_out_of_a_job_built_on_another(
     count_orders(db).await
 }
 
+/// A tuple struct of the user's that holds a statement beside a borrow.
+struct Pair<'a>(D1PreparedStatement, &'a mut Vec<u8>);
+
+/// A copy taken apart from a value built beside a `&mut` (which makes the value as a whole
+/// no copy): under a type, in parentheses, out of an array beside a statement made there,
+/// and out of a tuple struct.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn typed_copy_beside_a_borrow(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+) -> Result<i64, Error> {
+    let mut out = Vec::new();
+    let (copy, sink): (D1PreparedStatement, &mut Vec<u8>) = (held.clone(), &mut out);
+    sink.push(0);
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+#[allow(unused_parens)]
+async fn copy_in_parentheses_beside_a_borrow(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+) -> Result<i64, Error> {
+    let mut out = Vec::new();
+    let ((copy, sink)) = (held.clone(), &mut out);
+    sink.push(1);
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_out_of_an_array(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    let [copy, fresh] = [held.clone(), db.prepare("SELECT 2")];
+    drop(fresh);
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_out_of_a_tuple_struct(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+) -> Result<i64, Error> {
+    let mut out = Vec::new();
+    let Pair(copy, sink) = Pair(held.clone(), &mut out);
+    sink.push(3);
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// A copy a `match` gives, each arm taking it apart from a value built beside a borrow: the
+/// tuple struct's arm hands its copy to `Pair(..)`, a call, and the walk observes it there
+/// before the `match` is read, which must still read as giving a copy in every arm.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+#[allow(unused_parens)]
+async fn copy_given_by_arms_that_take_it_apart(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    arm: u8,
+) -> Result<i64, Error> {
+    let mut out = Vec::new();
+    let copy = match arm {
+        0 => {
+            let (copy, sink): (D1PreparedStatement, &mut Vec<u8>) = (held.clone(), &mut out);
+            sink.push(0);
+            copy
+        }
+        1 => {
+            let ((copy, sink)) = (held.clone(), &mut out);
+            sink.push(1);
+            copy
+        }
+        2 => {
+            let [copy, fresh] = [held.clone(), db.prepare("SELECT 2")];
+            drop(fresh);
+            copy
+        }
+        _ => {
+            let Pair(copy, sink) = Pair(held.clone(), &mut out);
+            sink.push(3);
+            copy
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// Runs `body` with a held statement of `sql` while the count at its end fails once after
 /// it ran; returns whether the caller got an error, and the rows in `orders`.
 async fn run<F, Fut>(sql: &str, body: F) -> (usize, i64)
@@ -244,6 +342,18 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "a copy by the type's path, bound" => |db, held| path_copy_bound(&db, &held).await,
         "a copy out of an Option" => |db, held| copy_out_of_an_option(&db, &Some(held)).await,
         "a copy taken out of a struct" => |db, held| copy_taken_out_of_a_job(&db, &held).await,
+        "a typed copy beside a borrow" => |db, held| typed_copy_beside_a_borrow(&db, &held).await,
+        "a copy in parentheses beside a borrow" => |db, held| {
+            copy_in_parentheses_beside_a_borrow(&db, &held).await
+        },
+        "a copy out of an array" => |db, held| copy_out_of_an_array(&db, &held).await,
+        "a copy out of a tuple struct" => |db, held| copy_out_of_a_tuple_struct(&db, &held).await,
+        "a copy given by a match's first arm" => |db, held| {
+            copy_given_by_arms_that_take_it_apart(&db, &held, 0).await
+        },
+        "a copy given by a match's last arm" => |db, held| {
+            copy_given_by_arms_that_take_it_apart(&db, &held, 3).await
+        },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };
             copy_taken_out_of_a_job_built_on_another(&db, &held, &template).await

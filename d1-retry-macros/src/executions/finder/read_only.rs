@@ -604,7 +604,7 @@ impl Finder<'_> {
         let private = &self.names.private;
         let span = value.span();
         let own = own_call(private, ".await", span);
-        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let recv = Ident::new(HANDED_OVER, Span::mixed_site());
         let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
         // A labelled block gives its value by `break` too: it is bound whole (its own
         // temporaries end with it), not a `match`'s scrutinee.
@@ -765,7 +765,7 @@ impl Finder<'_> {
         self.observes_held = true;
         let span = statement.span();
         let own = own_call(private, &method, span);
-        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let recv = Ident::new(HANDED_OVER, Span::mixed_site());
         let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
         *statement = Expr::Verbatim(quote_spanned! {span=>
             match #statement {
@@ -909,6 +909,7 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
                     .is_some_and(|ident| copies.contains(&name(ident)))
         }
         Expr::Try(tried) => through(&tried.expr),
+        Expr::Verbatim(tokens) => handed_over_value(tokens).is_some_and(|value| on(&value)),
         // A part of a name bound to a value built of copies (`pair.0`, `holder.stmt`),
         // moved out of it as the call would move it.
         Expr::Field(field) => {
@@ -1198,6 +1199,7 @@ fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
         Expr::Call(call) if is_constructor(&call.func) => built_of_copies(call.args.iter(), copies),
         Expr::Call(_) | Expr::Path(_) | Expr::Field(_) => hands_a_statement_on(value, copies),
         Expr::Try(tried) => on(&tried.expr),
+        Expr::Verbatim(tokens) => handed_over_value(tokens).is_some_and(|value| on(&value)),
         // A labelled block gives by `break` too, whatever it breaks with.
         Expr::Block(block) if block.label.is_some() => false,
         // `let s = if c { a.clone() } else { b.clone() };`, `let s = { .. ; copy };`
@@ -1388,6 +1390,31 @@ fn observed_first(observation: TokenStream, value: Expr) -> Expr {
         dot_token: Token![.](span),
         member: syn::Member::Unnamed(syn::Index { index: 1, span }),
     })
+}
+
+/// The name [`Finder::handed_over`] binds a value it observes to.
+const HANDED_OVER: &str = "__d1_retry_recv";
+
+/// The value `tokens` yield where they are [`Finder::handed_over`]'s observation of one
+/// (`match value { __d1_retry_recv => (observation, __d1_retry_recv).1 }`): the value
+/// itself, moved through. The walk rewrites a copy handed to a call as it goes (`Pair(s.
+/// clone(), &mut out)`), before a `let` that binds a part of that call's value, or a block
+/// that gives it, is read, so a copy's observation is still a copy. Only the expansion makes
+/// such tokens: no source the user wrote parses to `Expr::Verbatim`.
+fn handed_over_value(tokens: &TokenStream) -> Option<Expr> {
+    let handed: syn::ExprMatch = syn::parse2(tokens.clone()).ok()?;
+    let [arm] = handed.arms.as_slice() else {
+        return None;
+    };
+    let is_bound =
+        |expr: &Expr| matches!(expr, Expr::Path(path) if path.path.is_ident(HANDED_OVER));
+    let named = matches!(&arm.pat, Pat::Ident(bound) if bound.ident == HANDED_OVER);
+    // `(observation, __d1_retry_recv).1`: the bound value, after its observation.
+    let yielded = matches!(&*arm.body, Expr::Field(field)
+        if matches!(field.member, syn::Member::Unnamed(syn::Index { index: 1, .. }))
+            && matches!(strip_parens(&field.base), Expr::Tuple(pair)
+                if pair.elems.len() == 2 && pair.elems.last().is_some_and(is_bound)));
+    (named && yielded).then_some(*handed.expr)
 }
 
 /// [`Finder::observe_made`]'s call: the runtime's `made_statement`, reached through the
