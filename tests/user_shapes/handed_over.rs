@@ -298,6 +298,50 @@ async fn copy_given_by_arms_that_take_it_apart(
     count_orders(db).await
 }
 
+/// A copy an `if` gives in its one branch that does not leave: the other panics, is
+/// unreachable, or returns (in a block of its own too).
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_given_where_the_other_branch_leaves(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    leaves: u8,
+) -> Result<i64, Error> {
+    let copy = match leaves {
+        0 => held.clone(),
+        1 => panic!("no statement"),
+        2 => unreachable!(),
+        3 => return Ok(-1),
+        _ => {
+            return Ok(-2);
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// A block's copy, handed on and awaited where the block stands.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    let mut seen = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), {
+        seen.push("handed");
+        held.clone()
+    })
+    .await
+    .map_err(|_| Error::from("timed out"))??;
+    assert_eq!(seen, ["handed"]);
+    count_orders(db).await
+}
+
+#[d1_retry(read_only, policy = NO_BUDGET)]
+#[allow(unused_braces)]
+async fn block_copy_awaited(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
+    { held.clone() }.await?;
+    count_orders(db).await
+}
+
 /// Runs `body` with a held statement of `sql` while the count at its end fails once after
 /// it ran; returns whether the caller got an error, and the rows in `orders`.
 async fn run<F, Fut>(sql: &str, body: F) -> (usize, i64)
@@ -348,6 +392,11 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a copy out of an array" => |db, held| copy_out_of_an_array(&db, &held).await,
         "a copy out of a tuple struct" => |db, held| copy_out_of_a_tuple_struct(&db, &held).await,
+        "a copy an arm gives where the others leave" => |db, held| {
+            copy_given_where_the_other_branch_leaves(&db, &held, 0).await
+        },
+        "a block's copy handed on" => |db, held| block_copy_handed_on(&db, &held).await,
+        "a block's copy awaited" => |db, held| block_copy_awaited(&db, &held).await,
         "a copy given by a match's first arm" => |db, held| {
             copy_given_by_arms_that_take_it_apart(&db, &held, 0).await
         },
