@@ -261,7 +261,7 @@ impl Finder<'_> {
             }
         };
         let awaiting = awaited.then(|| quote_spanned!(whole=> .await));
-        let recv = Ident::new("__d1_retry_recv", Span::mixed_site());
+        let recv = Ident::new(HANDED_OVER, Span::mixed_site());
         let with_receiver = |receiver: TokenStream| {
             let mut call = call.clone();
             call.receiver = Box::new(Expr::Verbatim(receiver));
@@ -1392,12 +1392,14 @@ fn observed_first(observation: TokenStream, value: Expr) -> Expr {
     })
 }
 
-/// The name [`Finder::handed_over`] binds a value it observes to.
+/// The name an observation binds the value it moves through to: a statement handed over
+/// ([`Finder::handed_over`]), a path call's statement ([`Finder::observe_path_call`]), a
+/// method call's receiver ([`Finder::observed`]).
 const HANDED_OVER: &str = "__d1_retry_recv";
 
-/// The value `tokens` yield where they are [`Finder::handed_over`]'s observation of one
-/// (`match value { __d1_retry_recv => (observation, __d1_retry_recv).1 }`): the value
-/// itself, moved through. The walk rewrites a copy handed to a call as it goes (`Pair(s.
+/// The value `tokens` yield where they are such an observation of one (`match value {
+/// __d1_retry_recv => (observation, __d1_retry_recv).1 }`): the value itself, moved
+/// through. The walk rewrites a copy handed to a call as it goes (`Pair(s.
 /// clone(), &mut out)`), before a `let` that binds a part of that call's value, or a block
 /// that gives it, is read, so a copy's observation is still a copy. Only the expansion makes
 /// such tokens: no source the user wrote parses to `Expr::Verbatim`.
