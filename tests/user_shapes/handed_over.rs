@@ -259,6 +259,35 @@ async fn copy_out_of_a_tuple_struct(
     count_orders(db).await
 }
 
+/// A copy taken apart by a pattern with `..` (the parts it skips: a borrow, a number, a
+/// statement made there), from the start, from the end, and out of an array.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_beside_skipped_parts(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    from: u8,
+) -> Result<i64, Error> {
+    let mut out: Vec<u8> = Vec::new();
+    let copy = match from {
+        0 => {
+            let (copy, ..) = (held.clone(), &mut out, 1);
+            copy
+        }
+        1 => {
+            let (.., copy) = (&mut out, 1, held.clone());
+            copy
+        }
+        _ => {
+            let [.., copy] = [db.prepare("SELECT 2"), held.clone()];
+            copy
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), copy)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// A copy a `match` gives, each arm taking it apart from a value built beside a borrow: the
 /// tuple struct's arm hands its copy to `Pair(..)`, a call, and the walk observes it there
 /// before the `match` is read, which must still read as giving a copy in every arm.
@@ -392,6 +421,11 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a copy out of an array" => |db, held| copy_out_of_an_array(&db, &held).await,
         "a copy out of a tuple struct" => |db, held| copy_out_of_a_tuple_struct(&db, &held).await,
+        "a copy before a .." => |db, held| copy_beside_skipped_parts(&db, &held, 0).await,
+        "a copy after a .." => |db, held| copy_beside_skipped_parts(&db, &held, 1).await,
+        "a copy after a .. in an array" => |db, held| {
+            copy_beside_skipped_parts(&db, &held, 2).await
+        },
         "a copy an arm gives where the others leave" => |db, held| {
             copy_given_where_the_other_branch_leaves(&db, &held, 0).await
         },

@@ -1324,10 +1324,12 @@ fn bind_copies(copies: &mut HashSet<String>, pattern: &Pat, value: Option<&Expr>
 
 /// The parts of `value` each part of `pattern` binds, where the pattern takes apart a value
 /// built where it stands, part by part: a tuple, an array, a tuple struct or a variant
-/// (`Some(..)`), a struct literal. `None` where it does not (a `..` in a tuple's or an
-/// array's pattern, a name bound to the whole). A part `None` is a field a struct literal's
-/// `..base` gives: a part of a value the body may share, which binds no copy (`let Job {
-/// stmt, .. } = Job { stmt: s.clone(), ..template }` binds `stmt` to the copy all the same).
+/// (`Some(..)`), a struct literal. `None` where it does not (a name bound to the whole). A
+/// `..` in a tuple's or an array's pattern stands for the parts between those before it and
+/// those after it (`let (s, ..) = (stmt.clone(), &mut out, 1)`). A part `None` is a field a
+/// struct literal's `..base` gives: a part of a value the body may share, which binds no
+/// copy (`let Job { stmt, .. } = Job { stmt: s.clone(), ..template }` binds `stmt` to the
+/// copy all the same).
 fn taken_apart<'p, 'e>(
     pattern: &'p Pat,
     value: &'e Expr,
@@ -1335,13 +1337,24 @@ fn taken_apart<'p, 'e>(
     let in_order = |patterns: Vec<&'p Pat>, parts: Vec<&'e Expr>| {
         let rest = patterns
             .iter()
-            .any(|pattern| matches!(pattern, Pat::Rest(_)));
-        (!rest && patterns.len() == parts.len()).then(|| {
-            patterns
-                .into_iter()
-                .zip(parts.into_iter().map(Some))
-                .collect()
-        })
+            .position(|pattern| matches!(pattern, Pat::Rest(_)));
+        let (before, after) = match rest {
+            Some(at) => (&patterns[..at], &patterns[at + 1..]),
+            None => (&patterns[..], &[][..]),
+        };
+        let skipped = parts.len().checked_sub(before.len() + after.len())?;
+        if rest.is_none() && skipped > 0 {
+            return None;
+        }
+        let from_the_end = &parts[before.len() + skipped..];
+        Some(
+            before
+                .iter()
+                .zip(&parts)
+                .chain(after.iter().zip(from_the_end))
+                .map(|(pattern, part)| (*pattern, Some(*part)))
+                .collect(),
+        )
     };
     match (pattern, strip_parens(value)) {
         (Pat::Type(typed), _) => taken_apart(&typed.pat, value),
