@@ -260,7 +260,7 @@ async fn copy_out_of_a_tuple_struct(
 }
 
 /// A copy taken apart by a pattern with `..` (the parts it skips: a borrow, a number, a
-/// statement made there), from the start, from the end, and out of an array.
+/// statement made there, or none), from the start, from the end, and out of an array.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn copy_beside_skipped_parts(
     db: &D1Database,
@@ -275,6 +275,12 @@ async fn copy_beside_skipped_parts(
         }
         1 => {
             let (.., copy) = (&mut out, 1, held.clone());
+            copy
+        }
+        // A `..` that skips nothing.
+        2 => {
+            let (copy, .., sink) = (held.clone(), &mut out);
+            sink.push(2);
             copy
         }
         _ => {
@@ -423,8 +429,11 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "a copy out of a tuple struct" => |db, held| copy_out_of_a_tuple_struct(&db, &held).await,
         "a copy before a .." => |db, held| copy_beside_skipped_parts(&db, &held, 0).await,
         "a copy after a .." => |db, held| copy_beside_skipped_parts(&db, &held, 1).await,
-        "a copy after a .. in an array" => |db, held| {
+        "a copy before a .. that skips nothing" => |db, held| {
             copy_beside_skipped_parts(&db, &held, 2).await
+        },
+        "a copy after a .. in an array" => |db, held| {
+            copy_beside_skipped_parts(&db, &held, 3).await
         },
         "a copy an arm gives where the others leave" => |db, held| {
             copy_given_where_the_other_branch_leaves(&db, &held, 0).await
