@@ -294,6 +294,28 @@ async fn copy_beside_skipped_parts(
     count_orders(db).await
 }
 
+/// A copy that is a part of a tuple or a struct written out where it is handed on.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn part_of_a_value_written_out(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    tuple: bool,
+) -> Result<i64, Error> {
+    let mut out: Vec<u8> = Vec::new();
+    let ran = if tuple {
+        tokio::time::timeout(Duration::from_secs(5), (held.clone(), &mut out).0).await
+    } else {
+        let job = Job {
+            statement: held.clone(),
+            tries: 1,
+        }
+        .statement;
+        tokio::time::timeout(Duration::from_secs(5), job).await
+    };
+    ran.map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// A copy a `match` gives, each arm taking it apart from a value built beside a borrow: the
 /// tuple struct's arm hands its copy to `Pair(..)`, a call, and the walk observes it there
 /// before the `match` is read, which must still read as giving a copy in every arm.
@@ -427,6 +449,10 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a copy out of an array" => |db, held| copy_out_of_an_array(&db, &held).await,
         "a copy out of a tuple struct" => |db, held| copy_out_of_a_tuple_struct(&db, &held).await,
+        "a tuple's part written out" => |db, held| part_of_a_value_written_out(&db, &held, true).await,
+        "a struct's part written out, bound" => |db, held| {
+            part_of_a_value_written_out(&db, &held, false).await
+        },
         "a copy before a .." => |db, held| copy_beside_skipped_parts(&db, &held, 0).await,
         "a copy after a .." => |db, held| copy_beside_skipped_parts(&db, &held, 1).await,
         "a copy before a .. that skips nothing" => |db, held| {

@@ -878,7 +878,8 @@ impl Finder<'_> {
 /// bound there: `.clone()`, `.cloned()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and
 /// `.bind_refs(..)` through `?`, `.unwrap()`, `.expect(..)`, `.map_err(..)`, `.context(..)`
 /// or `.with_context(..)` (a `Result`, whose type is known there), any of these, a name
-/// bound to one or to a value built of them (`copies`), a field of such a name (`pair.0`),
+/// bound to one or to a value built of them (`copies`), a field of such a name (`pair.0`) or
+/// of a tuple or a struct written out there (`(s.clone(), &mut out).0`),
 /// or a block, an `if` or a `match` giving one in a branch
 /// and leaving by `return`, `break`, `continue`, `Err(..)?` or a panic in the others.
 /// Each has a type of its own, known without the call it is handed to, so moving it
@@ -912,9 +913,20 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
         Expr::Verbatim(tokens) => handed_over_value(tokens).is_some_and(|value| on(&value)),
         // A part of a name bound to a value built of copies (`pair.0`, `holder.stmt`),
         // moved out of it as the call would move it.
-        Expr::Field(field) => {
-            matches!(strip_parens(&field.base), Expr::Path(_) | Expr::Field(_)) && on(&field.base)
-        }
+        Expr::Field(field) => match (strip_parens(&field.base), &field.member) {
+            (Expr::Path(_) | Expr::Field(_), _) => on(&field.base),
+            // A part of a tuple or a struct written out there (`(s.clone(), 1).0`), moved out
+            // of it alone: the others are dropped where they stand.
+            (Expr::Tuple(tuple), syn::Member::Unnamed(index)) => {
+                tuple.elems.iter().nth(index.index as usize).is_some_and(on)
+            }
+            (Expr::Struct(built), member) => built
+                .fields
+                .iter()
+                .find(|part| part.member == *member)
+                .is_some_and(|part| on(&part.expr)),
+            _ => false,
+        },
         branches => branches_give(branches, copies, hands_a_statement_on).unwrap_or(false),
     }
 }
