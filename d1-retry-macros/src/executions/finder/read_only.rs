@@ -920,11 +920,7 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
             (Expr::Tuple(tuple), syn::Member::Unnamed(index)) => {
                 tuple.elems.iter().nth(index.index as usize).is_some_and(on)
             }
-            (Expr::Struct(built), member) => built
-                .fields
-                .iter()
-                .find(|part| part.member == *member)
-                .is_some_and(|part| on(&part.expr)),
+            (Expr::Struct(built), member) => written_field(built, member).is_some_and(on),
             _ => false,
         },
         branches => branches_give(branches, copies, hands_a_statement_on).unwrap_or(false),
@@ -1385,16 +1381,22 @@ fn taken_apart<'p, 'e>(
         (Pat::Struct(patterns), Expr::Struct(built)) => patterns
             .fields
             .iter()
-            .map(|field| {
-                let part = built.fields.iter().find(|part| part.member == field.member);
-                match part {
-                    Some(part) => Some((&*field.pat, Some(&part.expr))),
-                    None => built.rest.as_ref().map(|_| (&*field.pat, None)),
-                }
+            .map(|field| match written_field(built, &field.member) {
+                Some(part) => Some((&*field.pat, Some(part))),
+                None => built.rest.as_ref().map(|_| (&*field.pat, None)),
             })
             .collect(),
         _ => None,
     }
+}
+
+/// The value a struct literal writes out for `member`; `None` for a field its `..base` gives.
+fn written_field<'e>(built: &'e syn::ExprStruct, member: &syn::Member) -> Option<&'e Expr> {
+    built
+        .fields
+        .iter()
+        .find(|part| part.member == *member)
+        .map(|part| &part.expr)
 }
 
 /// `(observation, value).1`: `value`, once `observation` ran, as a tuple of syntax, not of
