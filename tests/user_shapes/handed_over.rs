@@ -378,6 +378,186 @@ async fn copy_given_where_the_other_branch_leaves(
     count_orders(db).await
 }
 
+/// A copy given by a branch where the other leaves in a way that is not `return`, `Err(..)?`
+/// or a panic (`loop {}`, `std::process::exit`), or gives a statement made out of sight,
+/// bound to a name or handed on where it is written.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_given_beside_another_way_out(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    shape: u8,
+) -> Result<i64, Error> {
+    let go = shape < 8;
+    let ran = match shape % 4 {
+        0 => {
+            let copy = if go {
+                held.clone()
+            } else {
+                std::process::exit(3)
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        1 => {
+            let copy = match go {
+                true => held.clone(),
+                false => loop {
+                    tokio::task::yield_now().await;
+                },
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        2 => {
+            let copy = if go {
+                held.clone()
+            } else {
+                db.prepare("SELECT 2")
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        _ => {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                if go {
+                    held.clone()
+                } else {
+                    std::process::abort()
+                },
+            )
+            .await
+        }
+    };
+    ran.map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// A copy a loop gives by `break`, or a labelled block by its value or by `break 'label`,
+/// bound to a name or handed on where it is written; a labelled loop's `break` from a loop
+/// within it, and a `break` of a name the loop binds.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_given_by_break(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    shape: u8,
+) -> Result<i64, Error> {
+    let early = shape > 1;
+    let ran = match shape {
+        0 | 2 => {
+            let copy = 'made: {
+                if early {
+                    break 'made held.clone();
+                }
+                held.clone()
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        1 | 3 => {
+            let mut tries = 0;
+            let copy = loop {
+                tries += 1;
+                if early || tries > 1 {
+                    break held.clone();
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        4 => {
+            let mut tries = 0;
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                loop {
+                    tries += 1;
+                    if tries > 1 {
+                        break held.clone();
+                    }
+                },
+            )
+            .await
+        }
+        // An outer loop's `break` out of a loop within it.
+        6 => {
+            let copy = 'outer: loop {
+                for _ in 0..2 {
+                    if early {
+                        break 'outer held.clone();
+                    }
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        // A `break` of a name bound in the loop.
+        7 => {
+            let copy = loop {
+                let made = held.clone();
+                if early {
+                    break made;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        _ => {
+            tokio::time::timeout(Duration::from_secs(5), 'made: {
+                if early {
+                    break 'made held.clone();
+                }
+                db.prepare("SELECT 2")
+            })
+            .await
+        }
+    };
+    ran.map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// What a branch beside the copy gives, of a type inferred from the copy's: an `into()`, a
+/// generic function's value, a loop's other `break`. The value is observed whole, after its
+/// branches have given it their one type.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+#[allow(clippy::useless_conversion)]
+async fn copy_beside_a_branch_of_inferred_type(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    shape: u8,
+) -> Result<i64, Error> {
+    let other = db.prepare("SELECT 2");
+    let go = shape < 8;
+    let ran = match shape {
+        0 => {
+            let copy = if go { held.clone() } else { other.into() };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+        1 => {
+            tokio::time::timeout(
+                Duration::from_secs(5),
+                match go {
+                    false => never(),
+                    true => held.clone(),
+                },
+            )
+            .await
+        }
+        _ => {
+            let mut tries = 0;
+            let copy = loop {
+                tries += 1;
+                if go && tries > 1 {
+                    break held.clone();
+                }
+                if tries > 3 {
+                    break never();
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(5), copy).await
+        }
+    };
+    ran.map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
+/// A value of any type, never given.
+fn never<T>() -> T {
+    unreachable!("a branch not taken")
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -471,6 +651,39 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a copy given by a match's last arm" => |db, held| {
             copy_given_by_arms_that_take_it_apart(&db, &held, 3).await
+        },
+        "a copy beside a branch that exits" => |db, held| {
+            copy_given_beside_another_way_out(&db, &held, 0).await
+        },
+        "a copy beside an arm that loops forever" => |db, held| {
+            copy_given_beside_another_way_out(&db, &held, 1).await
+        },
+        "a copy beside a statement made there" => |db, held| {
+            copy_given_beside_another_way_out(&db, &held, 2).await
+        },
+        "a copy beside a branch that aborts, handed on" => |db, held| {
+            copy_given_beside_another_way_out(&db, &held, 3).await
+        },
+        "a labelled block's value, bound" => |db, held| copy_given_by_break(&db, &held, 0).await,
+        "a loop's break, bound" => |db, held| copy_given_by_break(&db, &held, 1).await,
+        "a labelled block's break, bound" => |db, held| copy_given_by_break(&db, &held, 2).await,
+        "a loop's first break, bound" => |db, held| copy_given_by_break(&db, &held, 3).await,
+        "a loop's break, handed on" => |db, held| copy_given_by_break(&db, &held, 4).await,
+        "a labelled block's break, handed on" => |db, held| {
+            copy_given_by_break(&db, &held, 5).await
+        },
+        "a copy beside an into()" => |db, held| {
+            copy_beside_a_branch_of_inferred_type(&db, &held, 0).await
+        },
+        "a copy after a generic value, handed on" => |db, held| {
+            copy_beside_a_branch_of_inferred_type(&db, &held, 1).await
+        },
+        "a loop's break before a generic break" => |db, held| {
+            copy_beside_a_branch_of_inferred_type(&db, &held, 2).await
+        },
+        "an outer loop's break from within" => |db, held| copy_given_by_break(&db, &held, 6).await,
+        "a loop's break of a name bound there" => |db, held| {
+            copy_given_by_break(&db, &held, 7).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };

@@ -593,8 +593,9 @@ impl Finder<'_> {
     fn handed_over(&mut self, value: &Expr) -> TokenStream {
         // A block's value is observed where the block gives it, and so is an `if`'s or a
         // `match`'s copy of a statement in each branch, so that no block is a `match`'s
-        // scrutinee, which clippy would lay at the user's door. (Any other `if` or `match`
-        // awaited is observed whole: a branch of it may diverge.)
+        // scrutinee, which clippy would lay at the user's door. (Any other `if` or `match`,
+        // and a `loop`, is observed whole: a branch of it may diverge, or give a value whose
+        // type is inferred from the others'.)
         if self.branches_hand_over(value) {
             let mut value = value.clone();
             self.hand_over_in_place(&mut value);
@@ -625,15 +626,14 @@ impl Finder<'_> {
 
     /// Whether `value` gives what it gives in branches, each observed where it gives it
     /// ([`hand_over_in_place`](Self::hand_over_in_place)): an unlabelled block with a
-    /// value, and an `if` or a `match` of copies (any other awaited is observed whole: a
-    /// branch of it may diverge).
+    /// value, and an `if` or a `match` of copies ([`each_branch_hands_on`]).
     fn branches_hand_over(&self, value: &Expr) -> bool {
         match strip_parens(value) {
             Expr::Block(block) if block.label.is_none() => {
                 block.block.stmts.last().is_some_and(is_tail)
             }
             Expr::Block(_) | Expr::If(_) | Expr::Match(_) => {
-                hands_a_statement_on(value, &self.copies)
+                each_branch_hands_on(value, &self.copies)
             }
             _ => false,
         }
@@ -880,8 +880,8 @@ impl Finder<'_> {
 /// or `.with_context(..)` (a `Result`, whose type is known there), any of these, a name
 /// bound to one or to a value built of them (`copies`), a field of such a name (`pair.0`) or
 /// of a tuple or a struct written out there (`(s.clone(), &mut out).0`),
-/// or a block, an `if` or a `match` giving one in a branch
-/// and leaving by `return`, `break`, `continue`, `Err(..)?` or a panic in the others.
+/// or a block, an `if`, a `match` or a `loop` giving one in a branch or a `break`
+/// ([`branches_give`]).
 /// Each has a type of its own, known without the call it is handed to, so moving it
 /// through an observation neither changes what the call is given nor needs the call to
 /// infer it (a `bind` of the user's generic in its output would).
@@ -927,17 +927,24 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
     }
 }
 
-/// For a block, an `if` or a `match`, whether what it gives is what `gives` takes: a
-/// block's value, or a branch's in each branch that does not leave (`if c { a.clone() }
-/// else { return .. }`), one at least. `None` for any other expression.
+/// For a block, an `if`, a `match` or a `loop`, whether what it gives may be what `gives`
+/// takes: a block's value, a branch's, or a value a `break` gives a loop or a labelled block,
+/// one of them at least. Its branches and breaks give one type, so where one gives a copy the
+/// value is a statement owned as the copy is, whatever the others give: a statement made out
+/// of sight, or nothing where a branch leaves in a way not read as leaving (`loop {}`,
+/// `std::process::exit`). `None` for any other expression.
 fn branches_give(
     value: &Expr,
     copies: &HashSet<String>,
     gives: fn(&Expr, &HashSet<String>) -> bool,
 ) -> Option<bool> {
-    let on = |value: &Expr| gives(value, copies);
     Some(match strip_parens(value) {
-        Expr::Block(block) => block_gives(&block.block, copies, gives),
+        Expr::Block(block) => {
+            block_gives(&block.block, copies, gives)
+                || block.label.as_ref().is_some_and(|label| {
+                    breaks_give(&block.block, Some(&label.name.ident), false, copies, gives)
+                })
+        }
         Expr::If(branch) => {
             let Some((_, otherwise)) = &branch.else_branch else {
                 return Some(false);
@@ -945,26 +952,136 @@ fn branches_give(
             // The then-block with the names its condition's `let`s bind.
             let mut bound = copies.clone();
             bind_lets(&mut bound, &branch.cond);
+            block_gives(&branch.then_branch, &bound, gives) || gives(otherwise, copies)
+        }
+        Expr::Match(choice) => choice
+            .arms
+            .iter()
+            .any(|arm| arm_gives(arm, &choice.expr, copies, gives)),
+        Expr::Loop(looped) => {
+            let label = looped.label.as_ref().map(|label| &label.name.ident);
+            breaks_give(&looped.body, label, true, copies, gives)
+        }
+        _ => return None,
+    })
+}
+
+/// For a block, an `if` or a `match` whose branches are each observed where they give
+/// ([`Finder::hand_over_in_place`]), whether each branch that does not leave gives what
+/// [`hands_a_statement_on`] takes, one at least (`if c { a.clone() } else { return .. }`):
+/// a branch of another kind would be observed whole where it stands, whose type may be
+/// inferred from the other branches after it. A labelled block is read by its value.
+fn each_branch_hands_on(value: &Expr, copies: &HashSet<String>) -> bool {
+    let gives = hands_a_statement_on;
+    match strip_parens(value) {
+        Expr::Block(block) => block_gives(&block.block, copies, gives),
+        Expr::If(branch) => {
+            let Some((_, otherwise)) = &branch.else_branch else {
+                return false;
+            };
+            let mut bound = copies.clone();
+            bind_lets(&mut bound, &branch.cond);
             let then_gives = block_gives(&branch.then_branch, &bound, gives);
             (then_gives || block_diverges(&branch.then_branch))
-                && (on(otherwise) || diverges(otherwise))
-                && (then_gives || on(otherwise))
+                && (gives(otherwise, copies) || diverges(otherwise))
+                && (then_gives || gives(otherwise, copies))
         }
         Expr::Match(choice) => {
-            // Each arm's value with the names its pattern binds.
-            let arm_gives = |arm: &syn::Arm| {
-                let mut bound = copies.clone();
-                bind_copies(&mut bound, &arm.pat, Some(&choice.expr));
-                gives(&arm.body, &bound)
-            };
+            let arm_gives = |arm: &syn::Arm| arm_gives(arm, &choice.expr, copies, gives);
             choice.arms.iter().any(arm_gives)
                 && choice
                     .arms
                     .iter()
                     .all(|arm| diverges(&arm.body) || arm_gives(arm))
         }
-        _ => return None,
-    })
+        _ => false,
+    }
+}
+
+/// Whether a `match` arm's value is one `gives` takes, with the names its pattern binds.
+fn arm_gives(
+    arm: &syn::Arm,
+    scrutinee: &Expr,
+    copies: &HashSet<String>,
+    gives: fn(&Expr, &HashSet<String>) -> bool,
+) -> bool {
+    let mut bound = copies.clone();
+    bind_copies(&mut bound, &arm.pat, Some(scrutinee));
+    gives(&arm.body, &bound)
+}
+
+/// Whether a `break` that leaves `body`, a loop's or a labelled block's, gives a value
+/// `gives` takes: `break 'label value`, and for a loop (`unlabelled`) `break value` outside
+/// the loops within it, with the copies the `let`s and arms before it bind.
+fn breaks_give(
+    body: &syn::Block,
+    label: Option<&Ident>,
+    unlabelled: bool,
+    copies: &HashSet<String>,
+    gives: fn(&Expr, &HashSet<String>) -> bool,
+) -> bool {
+    let mut breaks = BreakValues {
+        label,
+        unlabelled,
+        copies: copies.clone(),
+        gives,
+        found: false,
+    };
+    syn::visit::Visit::visit_block(&mut breaks, body);
+    breaks.found
+}
+
+/// [`breaks_give`]'s walk. It does not enter closures, `async` blocks or items, whose
+/// `break` cannot leave the body.
+struct BreakValues<'l> {
+    label: Option<&'l Ident>,
+    unlabelled: bool,
+    copies: HashSet<String>,
+    gives: fn(&Expr, &HashSet<String>) -> bool,
+    found: bool,
+}
+
+impl<'a> syn::visit::Visit<'a> for BreakValues<'_> {
+    fn visit_block(&mut self, block: &'a syn::Block) {
+        let outer = self.copies.clone();
+        for stmt in &block.stmts {
+            self.visit_stmt(stmt);
+            bind_statement(&mut self.copies, stmt);
+        }
+        self.copies = outer;
+    }
+
+    fn visit_arm(&mut self, arm: &'a syn::Arm) {
+        // The scrutinee is not at hand here: the names the pattern binds are no copies.
+        let outer = self.copies.clone();
+        bind_copies(&mut self.copies, &arm.pat, None);
+        syn::visit::visit_arm(self, arm);
+        self.copies = outer;
+    }
+
+    fn visit_expr(&mut self, expr: &'a Expr) {
+        match expr {
+            Expr::Break(leave) => {
+                let leaves = match &leave.label {
+                    Some(label) => self.label == Some(&label.ident),
+                    None => self.unlabelled,
+                };
+                if leaves && let Some(value) = &leave.expr {
+                    self.found |= (self.gives)(value, &self.copies);
+                }
+                syn::visit::visit_expr_break(self, leave);
+            }
+            Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) => {
+                let unlabelled = std::mem::replace(&mut self.unlabelled, false);
+                syn::visit::visit_expr(self, expr);
+                self.unlabelled = unlabelled;
+            }
+            Expr::Closure(_) | Expr::Async(_) => {}
+            _ => syn::visit::visit_expr(self, expr),
+        }
+    }
+
+    fn visit_item(&mut self, _: &'a syn::Item) {}
 }
 
 /// The names the `let`s of an `if`'s condition bind (`if let P = v && let Q = w`), as
@@ -1208,9 +1325,8 @@ fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
         Expr::Call(_) | Expr::Path(_) | Expr::Field(_) => hands_a_statement_on(value, copies),
         Expr::Try(tried) => on(&tried.expr),
         Expr::Verbatim(tokens) => handed_over_value(tokens).is_some_and(|value| on(&value)),
-        // A labelled block gives by `break` too, whatever it breaks with.
-        Expr::Block(block) if block.label.is_some() => false,
-        // `let s = if c { a.clone() } else { b.clone() };`, `let s = { .. ; copy };`
+        // `let s = if c { a.clone() } else { b.clone() };`, `let s = { .. ; copy };`,
+        // `let s = loop { break a.clone() };`
         branches => branches_give(branches, copies, owned_copy).unwrap_or(false),
     }
 }
@@ -1261,20 +1377,26 @@ fn block_gives(
     };
     let mut inner = copies.clone();
     for stmt in &block.stmts {
-        match stmt {
-            syn::Stmt::Local(local) => bind_copies(
-                &mut inner,
-                &local.pat,
-                local.init.as_ref().map(|init| &*init.expr),
-            ),
-            // As the walk does (`Finder::macro_may_rebind`).
-            syn::Stmt::Macro(statement) if !binds_nothing(&statement.mac) => {
-                forget_names_in(&mut inner, statement.mac.tokens.clone());
-            }
-            _ => {}
-        }
+        bind_statement(&mut inner, stmt);
     }
     gives(tail, &inner)
+}
+
+/// The copies `stmt`, a statement of a block, binds ([`bind_copies`]) for those after it, or
+/// forgets: a `let`, and a macro that may bind names again, as the walk does
+/// ([`Finder::macro_may_rebind`]).
+fn bind_statement(copies: &mut HashSet<String>, stmt: &syn::Stmt) {
+    match stmt {
+        syn::Stmt::Local(local) => bind_copies(
+            copies,
+            &local.pat,
+            local.init.as_ref().map(|init| &*init.expr),
+        ),
+        syn::Stmt::Macro(statement) if !binds_nothing(&statement.mac) => {
+            forget_names_in(copies, statement.mac.tokens.clone());
+        }
+        _ => {}
+    }
 }
 
 /// The names `pattern` binds to `value`: in `called` if it is one name bound to a call's
