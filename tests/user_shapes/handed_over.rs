@@ -558,6 +558,118 @@ fn never<T>() -> T {
     unreachable!("a branch not taken")
 }
 
+/// Runs the statement in a value it is handed whole, as a helper of the user's would.
+async fn run_first<T>(parts: (D1PreparedStatement, T)) -> Result<(), Error> {
+    parts.0.run().await.map(drop)
+}
+
+/// A statement beside a borrow, sent as a whole.
+struct Lent<'a> {
+    statement: D1PreparedStatement,
+    sink: &'a mut Vec<u8>,
+}
+
+impl Lent<'_> {
+    async fn send(self) -> Result<(), Error> {
+        self.sink.push(0);
+        self.statement.run().await.map(drop)
+    }
+}
+
+/// A value written out of a copy and other parts, bound whole to a name (or assigned) and
+/// handed on whole by that name: a tuple with a number or a borrow, an array, a struct.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_in_a_value_handed_on_by_name(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    shape: u8,
+) -> Result<i64, Error> {
+    let mut out: Vec<u8> = Vec::new();
+    match shape {
+        0 => {
+            let pair = (held.clone(), 1);
+            run_first(pair).await?;
+        }
+        1 => {
+            let pair = (held.clone(), &mut out);
+            run_first(pair).await?;
+        }
+        2 => {
+            let list = [held.clone()];
+            for ran in join_all(list).await {
+                ran?;
+            }
+        }
+        3 => {
+            let lent = Lent {
+                statement: held.clone(),
+                sink: &mut out,
+            };
+            lent.send().await?;
+        }
+        _ => {
+            let mut list = [db.prepare("SELECT 2")];
+            if list.len() == 1 {
+                list = [held.clone()];
+            }
+            for ran in join_all(list).await {
+                ran?;
+            }
+        }
+    }
+    out.push(shape);
+    count_orders(db).await
+}
+
+/// A trait of the user's on D1's statement whose methods run it.
+trait RunTimed {
+    async fn timed(self) -> Result<(), Error>;
+    async fn timed_in_place(&self) -> Result<(), Error>;
+}
+
+impl RunTimed for D1PreparedStatement {
+    async fn timed(self) -> Result<(), Error> {
+        let ran = tokio::time::timeout(Duration::from_secs(5), self).await;
+        ran.map_err(|_| Error::from("timed out"))?.map(drop)
+    }
+
+    async fn timed_in_place(&self) -> Result<(), Error> {
+        self.clone().timed().await
+    }
+}
+
+/// A copy that is the receiver of a method of the user's: made there, bound to a name (by
+/// value, or borrowed and used again after), a field of a name, bound after `.bind(..)?`.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_as_a_receiver(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    shape: u8,
+) -> Result<i64, Error> {
+    match shape {
+        0 => held.clone().timed().await?,
+        1 => {
+            let copy = held.clone();
+            copy.timed().await?;
+        }
+        2 => {
+            let copy = held.clone();
+            copy.timed_in_place().await?;
+            let _kept = &copy;
+        }
+        3 => {
+            let pair = (held.clone(), 1);
+            pair.0.timed_in_place().await?;
+            assert_eq!(pair.1, 1);
+        }
+        _ => {
+            let bound = held.clone().bind(&[])?;
+            bound.timed().await?;
+        }
+    }
+    count_orders(db).await
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -684,6 +796,34 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "an outer loop's break from within" => |db, held| copy_given_by_break(&db, &held, 6).await,
         "a loop's break of a name bound there" => |db, held| {
             copy_given_by_break(&db, &held, 7).await
+        },
+        "a tuple of a copy and a number, handed on by name" => |db, held| {
+            copy_in_a_value_handed_on_by_name(&db, &held, 0).await
+        },
+        "a tuple of a copy and a borrow, handed on by name" => |db, held| {
+            copy_in_a_value_handed_on_by_name(&db, &held, 1).await
+        },
+        "an array of a copy, handed on by name" => |db, held| {
+            copy_in_a_value_handed_on_by_name(&db, &held, 2).await
+        },
+        "a struct of a copy and a borrow, sent whole" => |db, held| {
+            copy_in_a_value_handed_on_by_name(&db, &held, 3).await
+        },
+        "an array of a copy assigned, handed on by name" => |db, held| {
+            copy_in_a_value_handed_on_by_name(&db, &held, 4).await
+        },
+        "a copy as a method's receiver" => |db, held| copy_as_a_receiver(&db, &held, 0).await,
+        "a copy's name as a method's receiver" => |db, held| {
+            copy_as_a_receiver(&db, &held, 1).await
+        },
+        "a copy's name borrowed by a method" => |db, held| {
+            copy_as_a_receiver(&db, &held, 2).await
+        },
+        "a copy's field borrowed by a method" => |db, held| {
+            copy_as_a_receiver(&db, &held, 3).await
+        },
+        "a copy bound, as a method's receiver" => |db, held| {
+            copy_as_a_receiver(&db, &held, 4).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };

@@ -22,8 +22,8 @@ use crate::executions::syntax::{
     strip_parens_mut,
 };
 use crate::executions::vocabulary::{
-    STATEMENT_EXECUTIONS, binds_nothing, execution_path, is_expression_macro, macro_name,
-    may_make_d1_call,
+    EXECUTIONS, STATEMENT_EXECUTIONS, binds_nothing, execution_path, is_expression_macro,
+    macro_name, may_make_d1_call,
 };
 use crate::pointer_call::{self, PointerCall};
 use crate::sql::{Handed, Sql};
@@ -192,6 +192,25 @@ impl Finder<'_> {
             self.sighted.insert(name(&ident.ident));
         }
         self.copies_bound(&local.pat, Some(&init.expr));
+    }
+
+    /// In a `read_only` body, a value written out of parts (an array, a tuple, a struct
+    /// literal) that a `let` binds whole (`let pair = (stmt.clone(), &mut out)`, `pattern`)
+    /// or that is assigned (`pattern` `None`): each copy in it is observed where it is bound,
+    /// as `vec!`'s elements are where they are collected, since the name may be handed on
+    /// whole to what runs the copy out of sight (`run_pair(pair)`), where a value built
+    /// beside a borrow cannot be moved through an observation. A pattern that takes the
+    /// value apart binds the copies themselves ([`copies_bound`](Self::copies_bound)), each
+    /// observed where it is handed on.
+    pub(super) fn observe_bound_parts(&mut self, pattern: Option<&Pat>, value: &mut Expr) {
+        if !matches!(
+            strip_parens(value),
+            Expr::Array(_) | Expr::Tuple(_) | Expr::Struct(_)
+        ) || pattern.is_some_and(|pattern| taken_apart(pattern, value).is_some())
+        {
+            return;
+        }
+        self.observed_hand_over(value, false);
     }
 
     /// In a `read_only` body, the names `pattern` binds: to a statement's copy or to parts
@@ -735,6 +754,39 @@ impl Finder<'_> {
         *value = Expr::Verbatim(self.handed_over(value));
     }
 
+    /// In a `read_only` body, a statement's copy that is the receiver of a method other
+    /// than D1's and those that make or pass on a copy ([`PASSES_A_COPY`]):
+    /// `stmt.clone().timed()`, `copy.send_to(&queue)`. A method of the user's may run it out
+    /// of sight, so it is observed as the call begins, as a copy handed to a function is
+    /// ([`observed_hand_over`](Self::observed_hand_over)). A name or its field is observed
+    /// in place and left there (the method may borrow it); any other copy is a value,
+    /// moved through the observation to the method, which takes it by value or borrows the
+    /// temporary.
+    pub(super) fn observed_receiver(&mut self, call: &ExprMethodCall) -> Option<TokenStream> {
+        let method = call.method.to_string();
+        if !self.observing()
+            || PASSES_A_COPY.contains(&method.as_str())
+            || EXECUTIONS.contains(&method.as_str())
+            || !hands_a_statement_on(&call.receiver, &self.copies)
+            || self.made_in_sight(&call.receiver)
+        {
+            return None;
+        }
+        let receiver = strip_parens(&call.receiver);
+        if !is_place(receiver) {
+            let handed = self.handed_over(receiver);
+            let mut call = call.clone();
+            call.receiver = Box::new(Expr::Verbatim(quote!((#handed))));
+            return Some(call.into_token_stream());
+        }
+        self.observes_held = true;
+        let span = call.method.span();
+        let own = own_call(&self.names.private, ".await", span);
+        let observe =
+            self.observation(&receiver.to_token_stream(), &own, span, self.beyond_attempt);
+        Some(quote_spanned!(call.span()=> (#observe, #call).1))
+    }
+
     /// In a `read_only` body, an execution called by its path (`D1PreparedStatement::run(
     /// &stmt)`, `<D1PreparedStatement>::first(&stmt, None)`): its first argument, the
     /// statement, is observed as the call begins, as a method call's receiver is
@@ -873,6 +925,25 @@ impl Finder<'_> {
         observation.then(|| tuple.elems.last()).flatten()
     }
 }
+
+/// Methods that make a statement's copy, bind it, or pass a copy on through a `Result`,
+/// and run nothing: the forms [`hands_a_statement_on`] follows, and `prepare` and
+/// `into_future`, which the walk reads on their own. Any other method on a copy may run it
+/// ([`Finder::observed_receiver`]).
+const PASSES_A_COPY: [&str; 12] = [
+    "clone",
+    "cloned",
+    "to_owned",
+    "bind",
+    "bind_refs",
+    "unwrap",
+    "expect",
+    "map_err",
+    "context",
+    "with_context",
+    "prepare",
+    "into_future",
+];
 
 /// Whether `value`, handed to a function or a method, is a statement's copy or a statement
 /// bound there: `.clone()`, `.cloned()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and

@@ -180,6 +180,9 @@ impl Finder<'_> {
                 Mode::PerCall => self.statement_binding(local).unwrap_or_default(),
                 Mode::WholeBody { read_only } => {
                     if read_only {
+                        if let Some(init) = &mut local.init {
+                            self.observe_bound_parts(Some(&local.pat), &mut init.expr);
+                        }
                         self.sighted_binding(local);
                     }
                     Default::default()
@@ -343,6 +346,10 @@ impl VisitMut for Finder<'_> {
                 {
                     let call = call.clone();
                     *expr = Expr::Verbatim(self.observed(&call, false));
+                } else if let Expr::MethodCall(call) = expr
+                    && let Some(rewritten) = self.observed_receiver(call)
+                {
+                    *expr = Expr::Verbatim(rewritten);
                 }
             }
             Expr::Macro(mac) => {
@@ -412,6 +419,10 @@ impl VisitMut for Finder<'_> {
                     let body = &closure.body;
                     *closure.body = syn::parse_quote!({ let #call = #init; #body });
                 }
+            }
+            Expr::Assign(assign) if self.observing() => {
+                visit_mut::visit_expr_assign_mut(self, assign);
+                self.observe_bound_parts(None, &mut assign.right);
             }
             // The loop's or the condition's value first, then the names its pattern binds,
             // before the body that may hand them on (`copies_bound`).
