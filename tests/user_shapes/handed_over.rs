@@ -670,6 +670,39 @@ async fn copy_as_a_receiver(
     count_orders(db).await
 }
 
+/// An item taken out of a copy of a list handed in, or of an iterator of copies: by
+/// `next()`, by `pop()` from a copy bound to a name, by `next_back()` from an iterator bound
+/// to a name, by `remove(0)`.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn item_of_a_copied_list(
+    db: &D1Database,
+    list: &[D1PreparedStatement],
+    shape: u8,
+) -> Result<i64, Error> {
+    let item = match shape {
+        0 => {
+            let copies = list.to_vec();
+            copies.into_iter().next()
+        }
+        1 => {
+            let mut copies = list.to_vec();
+            copies.pop()
+        }
+        2 => {
+            let mut items = list.iter().cloned();
+            items.next_back()
+        }
+        _ => Some(list.to_vec().remove(0)),
+    };
+    let Some(item) = item else {
+        return Ok(-1);
+    };
+    tokio::time::timeout(Duration::from_secs(5), item)
+        .await
+        .map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -824,6 +857,16 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a copy bound, as a method's receiver" => |db, held| {
             copy_as_a_receiver(&db, &held, 4).await
+        },
+        "an iterator's next copy" => |db, held| item_of_a_copied_list(&db, &[held], 0).await,
+        "a copy popped from a copied list" => |db, held| {
+            item_of_a_copied_list(&db, &[held], 1).await
+        },
+        "an iterator's last copy, bound" => |db, held| {
+            item_of_a_copied_list(&db, &[held], 2).await
+        },
+        "a copy removed from a copied list" => |db, held| {
+            item_of_a_copied_list(&db, &[held], 3).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };

@@ -930,10 +930,20 @@ impl Finder<'_> {
 /// and run nothing: the forms [`hands_a_statement_on`] follows, and `prepare` and
 /// `into_future`, which the walk reads on their own. Any other method on a copy may run it
 /// ([`Finder::observed_receiver`]).
-const PASSES_A_COPY: [&str; 12] = [
+const PASSES_A_COPY: [&str; 22] = [
     "clone",
     "cloned",
     "to_owned",
+    "to_vec",
+    "into_iter",
+    "next",
+    "next_back",
+    "last",
+    "pop",
+    "take",
+    "nth",
+    "remove",
+    "swap_remove",
     "bind",
     "bind_refs",
     "unwrap",
@@ -948,7 +958,9 @@ const PASSES_A_COPY: [&str; 12] = [
 /// Whether `value`, handed to a function or a method, is a statement's copy or a statement
 /// bound there: `.clone()`, `.cloned()`, `.to_owned()`, `Clone::clone(..)`, `.bind(..)` and
 /// `.bind_refs(..)` through `?`, `.unwrap()`, `.expect(..)`, `.map_err(..)`, `.context(..)`
-/// or `.with_context(..)` (a `Result`, whose type is known there), any of these, a name
+/// or `.with_context(..)` (a `Result`, whose type is known there), any of these, an item
+/// taken out of one (`.to_vec()`, `.iter().cloned()`, `.into_iter()`, then `.next()`,
+/// `.pop()`, ..), a name
 /// bound to one or to a value built of them (`copies`), a field of such a name (`pair.0`) or
 /// of a tuple or a struct written out there (`(s.clone(), &mut out).0`),
 /// or a block, an `if`, a `match` or a `loop` giving one in a branch or a `break`
@@ -961,8 +973,14 @@ fn hands_a_statement_on(value: &Expr, copies: &HashSet<String>) -> bool {
     let through = |value: &Expr| on(value) || is_bind(value);
     match strip_parens(value) {
         Expr::MethodCall(call) => match call.method.to_string().as_str() {
-            "clone" | "cloned" | "to_owned" => call.args.is_empty(),
+            "clone" | "cloned" | "to_owned" | "to_vec" => call.args.is_empty(),
             "unwrap" => call.args.is_empty() && through(&call.receiver),
+            // An item taken out of a copy, a list's or an iterator's of copies
+            // (`list.iter().cloned().next()`, `list.to_vec().pop()`).
+            "into_iter" | "next" | "next_back" | "last" | "pop" | "take" => {
+                call.args.is_empty() && on(&call.receiver)
+            }
+            "nth" | "remove" | "swap_remove" => call.args.len() == 1 && on(&call.receiver),
             "expect" | "map_err" | "context" | "with_context" => {
                 call.args.len() == 1 && through(&call.receiver)
             }
@@ -1376,8 +1394,12 @@ fn owned_copy(value: &Expr, copies: &HashSet<String>) -> bool {
     let on = |value: &Expr| owned_copy(value, copies);
     match strip_parens(value) {
         Expr::MethodCall(call) => match call.method.to_string().as_str() {
-            "clone" | "cloned" | "to_owned" => call.args.is_empty(),
+            "clone" | "cloned" | "to_owned" | "to_vec" => call.args.is_empty(),
             "unwrap" => call.args.is_empty() && on(&call.receiver),
+            "into_iter" | "next" | "next_back" | "last" | "pop" | "take" => {
+                call.args.is_empty() && on(&call.receiver)
+            }
+            "nth" | "remove" | "swap_remove" => call.args.len() == 1 && on(&call.receiver),
             "bind" | "bind_refs" | "expect" | "map_err" | "context" | "with_context" => {
                 call.args.len() == 1 && on(&call.receiver)
             }
