@@ -703,6 +703,57 @@ async fn item_of_a_copied_list(
     count_orders(db).await
 }
 
+/// A copy in a struct literal at the edge of what the attribute rewrites, where the
+/// literal's brace must not be read as a `match`'s arms: a field handed on, the receiver of
+/// a method of the user's, of D1's `run`, awaited. None of them compiled before.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_in_a_struct_literal_at_the_edge(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    shape: u8,
+) -> Result<i64, Error> {
+    match shape {
+        0 => tokio::time::timeout(
+            Duration::from_secs(5),
+            Job {
+                statement: held.clone(),
+                tries: 1,
+            }
+            .statement,
+        )
+        .await
+        .map_err(|_| Error::from("timed out"))?
+        .map(drop)?,
+        1 => {
+            Job {
+                statement: held.clone(),
+                tries: 1,
+            }
+            .statement
+            .timed()
+            .await?
+        }
+        2 => {
+            Job {
+                statement: held.clone(),
+                tries: 1,
+            }
+            .statement
+            .run()
+            .await?;
+        }
+        _ => {
+            Job {
+                statement: held.clone(),
+                tries: 1,
+            }
+            .statement
+            .await?;
+        }
+    }
+    count_orders(db).await
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -867,6 +918,18 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a copy removed from a copied list" => |db, held| {
             item_of_a_copied_list(&db, &[held], 3).await
+        },
+        "a struct literal's field handed on" => |db, held| {
+            copy_in_a_struct_literal_at_the_edge(&db, &held, 0).await
+        },
+        "a struct literal's field as a method's receiver" => |db, held| {
+            copy_in_a_struct_literal_at_the_edge(&db, &held, 1).await
+        },
+        "a struct literal's field run" => |db, held| {
+            copy_in_a_struct_literal_at_the_edge(&db, &held, 2).await
+        },
+        "a struct literal's field awaited" => |db, held| {
+            copy_in_a_struct_literal_at_the_edge(&db, &held, 3).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };

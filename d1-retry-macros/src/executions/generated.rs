@@ -5,6 +5,7 @@ use quote::quote_spanned;
 use syn::Expr;
 use syn::spanned::Spanned;
 
+use crate::executions::syntax::scrutinee;
 use crate::sql::Handed;
 
 /// `body`, once the receivers of its `prepare` calls are probed
@@ -65,6 +66,7 @@ pub(super) fn scanned(
     span: Span,
 ) -> TokenStream {
     let value = Ident::new("__d1_retry_sql_value", Span::mixed_site());
+    let sql = scrutinee(sql);
     quote_spanned! {span=>
         match #sql {
             #value => {

@@ -9,7 +9,9 @@ use syn::{Expr, ExprMethodCall};
 use super::{Finder, Statements};
 use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call, with_checks};
-use crate::executions::syntax::{is_place, is_place_expression, statement_like, strip_parens};
+use crate::executions::syntax::{
+    is_place, is_place_expression, part_written_out, scrutinee, statement_like, strip_parens,
+};
 use crate::executions::{Execution, Left, Mode};
 use crate::pointer_call::{self, PointerCall};
 use crate::sql::{Handed, Sql};
@@ -301,8 +303,9 @@ impl Finder<'_> {
                 };
                 if values.is_empty() {
                     quote_spanned!(whole=> match #begin #arms)
-                } else if values.len() == 1 {
-                    quote_spanned!(whole=> match #(#values)* #arms)
+                } else if let [value] = values[..] {
+                    let value = scrutinee(value);
+                    quote_spanned!(whole=> match #value #arms)
                 } else {
                     quote_spanned!(whole=> match (#(#values,)*) #arms)
                 }
@@ -388,6 +391,7 @@ impl Finder<'_> {
             // `v[0]`, `*r`, `self.state().db`: a place that must not be moved out of;
             // borrowed for the execution's `&self` calls.
             let site = site(&recv.to_token_stream());
+            let receiver = scrutinee(receiver);
             quote_spanned! {whole=>
                 match &#receiver {
                     #recv => #site
@@ -395,6 +399,7 @@ impl Finder<'_> {
             }
         } else {
             let site = site(&recv.to_token_stream());
+            let receiver = scrutinee(receiver);
             quote_spanned! {whole=>
                 match #receiver {
                     #[allow(unused_mut)]
@@ -408,7 +413,10 @@ impl Finder<'_> {
 
     /// `statement.await`: the statement is `IntoFuture`, and a retry awaits a clone.
     pub(super) fn awaited_statement(&mut self, base: &mut Expr) -> Option<TokenStream> {
-        if self.mode != Mode::PerCall || !statement_like(base) || self.awaits_pending(base) {
+        if self.mode != Mode::PerCall
+            || !(statement_like(base) || part_written_out(base))
+            || self.awaits_pending(base)
+        {
             return None;
         }
         let slot = self.fresh_slot("await");
@@ -435,6 +443,7 @@ impl Finder<'_> {
         let again = Ident::new("__d1_retry_again", Span::mixed_site());
         let taken = Ident::new("__d1_retry_taken", Span::mixed_site());
         let (begin_method, attempt_method, timeouts) = self.loop_methods(span);
+        let base = scrutinee(base);
         let body = quote_spanned! {span=>
             match #base {
                 #recv => match (&&#private::Receiver::of(&#recv)).d1_retry_site()

@@ -18,8 +18,8 @@ use crate::executions::bindings::keeps_the_sql;
 use crate::executions::bindings::name;
 use crate::executions::generated::{held_batch_access, own_call};
 use crate::executions::syntax::{
-    Database, bound_idents, is_d1_path, is_place, is_place_expression, path_type, strip_parens,
-    strip_parens_mut,
+    Database, bound_idents, is_d1_path, is_place, is_place_expression, path_type, scrutinee,
+    strip_parens, strip_parens_mut,
 };
 use crate::executions::vocabulary::{
     EXECUTIONS, STATEMENT_EXECUTIONS, binds_nothing, execution_path, is_expression_macro,
@@ -147,8 +147,9 @@ impl Finder<'_> {
         let held = Ident::new("__d1_retry_list", Span::mixed_site());
         let access = held_batch_access(private, &held.to_token_stream(), span);
         let observe = self.observe_access(access, span);
+        let value = scrutinee(list);
         *list = Expr::Verbatim(quote_spanned! {span=>
-            match #list {
+            match #value {
                 #held => (#observe, #held).1
             }
         });
@@ -305,6 +306,7 @@ impl Finder<'_> {
             let observe = observe(&quote!(*#recv));
             let call = with_receiver(quote!(#recv));
             let call = judged(quote_spanned!(whole=> (#observe, #call).1));
+            let receiver = scrutinee(receiver);
             quote_spanned! {whole=>
                 match &#receiver {
                     #recv => #call #awaiting
@@ -312,6 +314,7 @@ impl Finder<'_> {
             }
         } else {
             let observe = observe(&recv.to_token_stream());
+            let receiver = scrutinee(receiver);
             let call = with_receiver(quote_spanned! {whole=>
                 (match #receiver {
                     #recv => (#observe, #recv).1
@@ -511,7 +514,7 @@ impl Finder<'_> {
             Database::Value => {
                 let value = Ident::new("__d1_retry_database", Span::mixed_site());
                 let observe = probe(quote_spanned!(span=> #private::Receiver::of(&#value)));
-                let receiver = &call.receiver;
+                let receiver = scrutinee(&call.receiver);
                 *call.receiver = Expr::Verbatim(quote_spanned! {span=>
                     (match #receiver {
                         #value => (#observe, #value).1
@@ -636,6 +639,7 @@ impl Finder<'_> {
                 }
             };
         }
+        let value = scrutinee(value);
         quote_spanned! {span=>
             match #value {
                 #recv => (#observe, #recv).1
@@ -819,8 +823,9 @@ impl Finder<'_> {
         let own = own_call(private, &method, span);
         let recv = Ident::new(HANDED_OVER, Span::mixed_site());
         let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
+        let value = scrutinee(statement);
         *statement = Expr::Verbatim(quote_spanned! {span=>
-            match #statement {
+            match #value {
                 #recv => (#observe, #recv).1
             }
         });

@@ -16,7 +16,8 @@ use crate::executions::Mode;
 use crate::executions::bindings::{keeps_the_sql, name};
 use crate::executions::generated::{const_access, scanned};
 use crate::executions::syntax::{
-    Database, is_d1_path, is_worker_query, only_tail, path_type, rooted_at_self, strip_parens,
+    Database, is_d1_path, is_worker_query, only_tail, path_type, rooted_at_self, scrutinee,
+    strip_parens,
 };
 use crate::sql::{Handed, Sql, judge};
 
@@ -285,7 +286,7 @@ impl Finder<'_> {
                 out.checks.push((self.fresh_slot("db"), check));
                 return true;
             }
-            Database::Value => bare.to_token_stream(),
+            Database::Value => scrutinee(bare),
             Database::Unseen => return false,
         };
         let Some(slot) = slot else {
