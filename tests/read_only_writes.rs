@@ -1319,11 +1319,51 @@ async fn coerced_then_count(db: &D1Database, query: &Query, wide: bool) -> Resul
     Ok(orders(db).await? + takes_u32(query.bind(3)) + shown)
 }
 
+/// A copy in one branch beside a value of another type that the argument coerces to one
+/// (`Box<dyn Display>`): only the copy is observed, where its branch gives it, and the other
+/// branch keeps the argument's type.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_beside_a_coerced_branch_then_count(
+    db: &D1Database,
+    query: &Query,
+    wide: bool,
+) -> Result<i64, Error> {
+    let number = Box::new(7_i32);
+    let shown = takes_display(if wide {
+        number.clone()
+    } else {
+        Box::new(String::from("seven"))
+    }) + takes_display(match wide {
+        true => number.clone(),
+        false => Box::new(5_u8),
+    }) + takes_display('shown: {
+        if wide {
+            break 'shown number.clone();
+        }
+        Box::new("seven")
+    });
+    Ok(orders(db).await? + takes_u32(query.bind(3)) + shown)
+}
+
 #[tokio::test(start_paused = true)]
 async fn values_whose_type_the_call_decides_still_compile_and_run() {
     let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
     assert_eq!(coerced_then_count(&db, &Query, true).await.unwrap(), 4);
     assert_eq!(coerced_then_count(&db, &Query, false).await.unwrap(), 8);
+    let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
+    // No orders and 3; then "7" three times, or "seven", "5", "seven".
+    assert_eq!(
+        copy_beside_a_coerced_branch_then_count(&db, &Query, true)
+            .await
+            .unwrap(),
+        6
+    );
+    assert_eq!(
+        copy_beside_a_coerced_branch_then_count(&db, &Query, false)
+            .await
+            .unwrap(),
+        14
+    );
 }
 
 /// A type of the user's with an `exec` and a `batch` of its own, which archive the orders

@@ -676,13 +676,8 @@ impl Finder<'_> {
         match strip_parens_mut(value) {
             Expr::Block(block) => {
                 if let Some(label) = block.label.as_ref().map(|label| label.name.ident.clone()) {
-                    let mut breaks = LabelledBreaks {
-                        finder: self,
-                        label,
-                    };
-                    for stmt in &mut block.block.stmts {
-                        breaks.visit_stmt_mut(stmt);
-                    }
+                    let copies = self.copies.clone();
+                    self.hand_over_breaks(&mut block.block, Some(label), false, true, &copies);
                 }
                 self.hand_over_tail(&mut block.block);
             }
@@ -711,6 +706,81 @@ impl Finder<'_> {
         }
     }
 
+    /// [`observed_hand_over`](Self::observed_hand_over) of a block, an `if`, a `match` or a
+    /// `loop` handed to a call that gives a copy in a branch or a `break` at least
+    /// ([`branches_give`]): each copy observed where its branch gives it, with the copies
+    /// the branch's own `let`s and patterns bind (`copies`), the other branches left as
+    /// written. The call's parameter type still reaches each branch: two types it coerces
+    /// to one (`Box<dyn Display>`), or a value whose type it decides (`x.into()`), which an
+    /// observation of the whole value, or of that branch, would need known first.
+    fn hand_over_copies(&mut self, value: &mut Expr, copies: &HashSet<String>) {
+        match strip_parens_mut(value) {
+            Expr::Block(block) => {
+                if let Some(label) = block.label.as_ref().map(|label| label.name.ident.clone()) {
+                    self.hand_over_breaks(&mut block.block, Some(label), false, false, copies);
+                }
+                self.hand_over_copies_in_tail(&mut block.block, copies);
+            }
+            Expr::If(branch) => {
+                let mut bound = copies.clone();
+                bind_lets(&mut bound, &branch.cond);
+                self.hand_over_copies_in_tail(&mut branch.then_branch, &bound);
+                if let Some((_, otherwise)) = &mut branch.else_branch {
+                    self.hand_over_copies(otherwise, copies);
+                }
+            }
+            Expr::Match(choice) => {
+                for arm in &mut choice.arms {
+                    let mut bound = copies.clone();
+                    bind_copies(&mut bound, &arm.pat, Some(&choice.expr));
+                    self.hand_over_copies(&mut arm.body, &bound);
+                }
+            }
+            Expr::Loop(looped) => {
+                let label = looped.label.as_ref().map(|label| label.name.ident.clone());
+                self.hand_over_breaks(&mut looped.body, label, true, false, copies);
+            }
+            value => {
+                if hands_a_statement_on(value, copies) {
+                    *value = Expr::Verbatim(self.handed_over(value));
+                }
+            }
+        }
+    }
+
+    /// [`hand_over_copies`](Self::hand_over_copies) of the value `block` gives, with the
+    /// copies its `let`s bind.
+    fn hand_over_copies_in_tail(&mut self, block: &mut syn::Block, copies: &HashSet<String>) {
+        let mut inner = copies.clone();
+        for stmt in &block.stmts {
+            bind_statement(&mut inner, stmt);
+        }
+        if let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last_mut() {
+            self.hand_over_copies(tail, &inner);
+        }
+    }
+
+    /// Each value a `break` gives the loop or the labelled block whose body is `body`
+    /// ([`BreaksHandedOver`]): whatever it is, `every` ([`hand_over_in_place`](Self::hand_over_in_place)),
+    /// or a copy alone ([`hand_over_copies`](Self::hand_over_copies)).
+    fn hand_over_breaks(
+        &mut self,
+        body: &mut syn::Block,
+        label: Option<Ident>,
+        unlabelled: bool,
+        every: bool,
+        copies: &HashSet<String>,
+    ) {
+        let mut breaks = BreaksHandedOver {
+            finder: self,
+            label,
+            unlabelled,
+            every,
+            copies: copies.clone(),
+        };
+        breaks.visit_block_mut(body);
+    }
+
     /// In a `read_only` body, a value handed on to what may run it as a statement, out of
     /// sight: an element of `join!` or `try_join!`, which await each element, and a
     /// statement's clone handed to a function or a method (`timeout(d, stmt.clone())`,
@@ -725,6 +795,14 @@ impl Finder<'_> {
             return;
         }
         match strip_parens(value) {
+            // Its branches observed where each gives a copy, each keeping its own type.
+            Expr::Block(_) | Expr::If(_) | Expr::Match(_) | Expr::Loop(_)
+                if !any_value && hands_a_statement_on(value, &self.copies) =>
+            {
+                let copies = self.copies.clone();
+                self.hand_over_copies(value, &copies);
+                return;
+            }
             // A name bound to a copy is owned (or a shared reference), and moved as it
             // would be by the call.
             _ if hands_a_statement_on(value, &self.copies) => {}
@@ -1156,11 +1234,9 @@ impl<'a> syn::visit::Visit<'a> for BreakValues<'_> {
     fn visit_expr(&mut self, expr: &'a Expr) {
         match expr {
             Expr::Break(leave) => {
-                let leaves = match &leave.label {
-                    Some(label) => self.label == Some(&label.ident),
-                    None => self.unlabelled,
-                };
-                if leaves && let Some(value) = &leave.expr {
+                if leaves(leave, self.label, self.unlabelled)
+                    && let Some(value) = &leave.expr
+                {
                     self.found |= (self.gives)(value, &self.copies);
                 }
                 syn::visit::visit_expr_break(self, leave);
@@ -1356,26 +1432,50 @@ fn is_panicking(mac: &Macro) -> bool {
         .any(|name| mac.path.is_ident(name))
 }
 
-/// The values a labelled block gives by `break 'label value`, each observed where it is
-/// given ([`Finder::hand_over_in_place`]), not in closures, `async` blocks or items, whose
-/// `break` cannot leave the block.
-struct LabelledBreaks<'f, 'n> {
+/// [`Finder::hand_over_breaks`]'s walk: the values a `break` gives the body it leaves (as
+/// [`breaks_give`] reads them), each handed over where it is given, with the copies bound
+/// before it. Not in closures, `async` blocks or items, whose `break` cannot leave.
+struct BreaksHandedOver<'f, 'n> {
     finder: &'f mut Finder<'n>,
-    label: Ident,
+    label: Option<Ident>,
+    unlabelled: bool,
+    every: bool,
+    copies: HashSet<String>,
 }
 
-impl VisitMut for LabelledBreaks<'_, '_> {
+impl VisitMut for BreaksHandedOver<'_, '_> {
+    fn visit_block_mut(&mut self, block: &mut syn::Block) {
+        let outer = self.copies.clone();
+        for stmt in &mut block.stmts {
+            self.visit_stmt_mut(stmt);
+            bind_statement(&mut self.copies, stmt);
+        }
+        self.copies = outer;
+    }
+
+    fn visit_arm_mut(&mut self, arm: &mut syn::Arm) {
+        let outer = self.copies.clone();
+        bind_copies(&mut self.copies, &arm.pat, None);
+        syn::visit_mut::visit_arm_mut(self, arm);
+        self.copies = outer;
+    }
+
     fn visit_expr_mut(&mut self, expr: &mut Expr) {
         match expr {
-            Expr::Break(leave)
-                if leave
-                    .label
-                    .as_ref()
-                    .is_some_and(|label| label.ident == self.label) =>
-            {
+            Expr::Break(leave) if leaves(leave, self.label.as_ref(), self.unlabelled) => {
                 if let Some(value) = &mut leave.expr {
-                    self.finder.hand_over_in_place(value);
+                    if self.every {
+                        self.finder.hand_over_in_place(value);
+                    } else {
+                        let copies = self.copies.clone();
+                        self.finder.hand_over_copies(value, &copies);
+                    }
                 }
+            }
+            Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) => {
+                let unlabelled = std::mem::replace(&mut self.unlabelled, false);
+                syn::visit_mut::visit_expr_mut(self, expr);
+                self.unlabelled = unlabelled;
             }
             Expr::Closure(_) | Expr::Async(_) => {}
             _ => syn::visit_mut::visit_expr_mut(self, expr),
@@ -1383,6 +1483,15 @@ impl VisitMut for LabelledBreaks<'_, '_> {
     }
 
     fn visit_item_mut(&mut self, _: &mut syn::Item) {}
+}
+
+/// Whether `leave` leaves the body of a loop or a block labelled `label`: by that label, or,
+/// `unlabelled`, without one (a loop's, outside the loops within it).
+fn leaves(leave: &syn::ExprBreak, label: Option<&Ident>, unlabelled: bool) -> bool {
+    match &leave.label {
+        Some(named) => label == Some(&named.ident),
+        None => unlabelled,
+    }
 }
 
 /// Whether `stmt` is a block's value: an expression without a semicolon.
