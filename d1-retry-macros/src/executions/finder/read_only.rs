@@ -613,12 +613,12 @@ impl Finder<'_> {
     /// [`observed_hand_over`](Self::observed_hand_over)). Nothing is observed of a value
     /// that is not D1's statement.
     fn handed_over(&mut self, value: &Expr) -> TokenStream {
-        // A block's value is observed where the block gives it, and so is an `if`'s or a
-        // `match`'s copy of a statement in each branch, so that no block is a `match`'s
-        // scrutinee, which clippy would lay at the user's door. (Any other `if` or `match`,
-        // and a `loop`, is observed whole: a branch of it may diverge, or give a value whose
-        // type is inferred from the others'.)
-        if self.branches_hand_over(value) {
+        // A block's value is observed where the block gives it, so that no block is a
+        // `match`'s scrutinee, which clippy would lay at the user's door. (An `if`, a
+        // `match` or a `loop` is observed whole here: awaited, or handed to `join!`, it has
+        // one type. Handed to a call, its copies are observed branch by branch:
+        // `hand_over_copies`.)
+        if matches!(strip_parens(value), Expr::Block(block) if gives_in_place(block)) {
             let mut value = value.clone();
             self.hand_over_in_place(&mut value);
             return value.into_token_stream();
@@ -647,52 +647,18 @@ impl Finder<'_> {
         }
     }
 
-    /// Whether `value` gives what it gives in branches, each observed where it gives it
-    /// ([`hand_over_in_place`](Self::hand_over_in_place)): an unlabelled block with a
-    /// value, and an `if` or a `match` of copies ([`each_branch_hands_on`]).
-    fn branches_hand_over(&self, value: &Expr) -> bool {
-        match strip_parens(value) {
-            Expr::Block(block) if block.label.is_none() => {
-                block.block.stmts.last().is_some_and(is_tail)
-            }
-            Expr::Block(_) | Expr::If(_) | Expr::Match(_) => {
-                each_branch_hands_on(value, &self.copies)
-            }
-            _ => false,
-        }
-    }
-
-    /// [`handed_over`](Self::handed_over) of `value` where each of its branches gives it,
-    /// the branches kept as syntax (a block handed back as tokens would be one inside an
-    /// invisible group, which rustc's `unused_braces` lays at the user's door).
+    /// [`handed_over`](Self::handed_over) of `value`, a block's value observed where the block
+    /// gives it, the block kept as syntax (a block handed back as tokens would be one inside
+    /// an invisible group, which rustc's `unused_braces` lays at the user's door).
     fn hand_over_in_place(&mut self, value: &mut Expr) {
         if diverges(value) {
             return;
         }
-        if !self.branches_hand_over(value) {
-            *value = Expr::Verbatim(self.handed_over(value));
-            return;
-        }
         match strip_parens_mut(value) {
-            Expr::Block(block) => {
-                if let Some(label) = block.label.as_ref().map(|label| label.name.ident.clone()) {
-                    let copies = self.copies.clone();
-                    self.hand_over_breaks(&mut block.block, Some(label), false, true, &copies);
-                }
+            Expr::Block(block) if gives_in_place(block) => {
                 self.hand_over_tail(&mut block.block);
             }
-            Expr::If(branch) => {
-                self.hand_over_tail(&mut branch.then_branch);
-                if let Some((_, otherwise)) = &mut branch.else_branch {
-                    self.hand_over_in_place(otherwise);
-                }
-            }
-            Expr::Match(choice) => {
-                for arm in &mut choice.arms {
-                    self.hand_over_in_place(&mut arm.body);
-                }
-            }
-            _ => {}
+            value => *value = Expr::Verbatim(self.handed_over(value)),
         }
     }
 
@@ -717,7 +683,7 @@ impl Finder<'_> {
         match strip_parens_mut(value) {
             Expr::Block(block) => {
                 if let Some(label) = block.label.as_ref().map(|label| label.name.ident.clone()) {
-                    self.hand_over_breaks(&mut block.block, Some(label), false, false, copies);
+                    self.hand_over_breaks(&mut block.block, Some(label), false, copies);
                 }
                 self.hand_over_copies_in_tail(&mut block.block, copies);
             }
@@ -738,7 +704,7 @@ impl Finder<'_> {
             }
             Expr::Loop(looped) => {
                 let label = looped.label.as_ref().map(|label| label.name.ident.clone());
-                self.hand_over_breaks(&mut looped.body, label, true, false, copies);
+                self.hand_over_breaks(&mut looped.body, label, true, copies);
             }
             value => {
                 if hands_a_statement_on(value, copies) {
@@ -760,22 +726,20 @@ impl Finder<'_> {
         }
     }
 
-    /// Each value a `break` gives the loop or the labelled block whose body is `body`
-    /// ([`BreaksHandedOver`]): whatever it is, `every` ([`hand_over_in_place`](Self::hand_over_in_place)),
-    /// or a copy alone ([`hand_over_copies`](Self::hand_over_copies)).
+    /// Each copy a `break` gives the loop or the labelled block whose body is `body`
+    /// ([`BreaksHandedOver`]), handed over as [`hand_over_copies`](Self::hand_over_copies)
+    /// hands it.
     fn hand_over_breaks(
         &mut self,
         body: &mut syn::Block,
         label: Option<Ident>,
         unlabelled: bool,
-        every: bool,
         copies: &HashSet<String>,
     ) {
         let mut breaks = BreaksHandedOver {
             finder: self,
             label,
             unlabelled,
-            every,
             copies: copies.clone(),
         };
         breaks.visit_block_mut(body);
@@ -1138,38 +1102,6 @@ fn branches_give(
     })
 }
 
-/// For a block, an `if` or a `match` whose branches are each observed where they give
-/// ([`Finder::hand_over_in_place`]), whether each branch that does not leave gives what
-/// [`hands_a_statement_on`] takes, one at least (`if c { a.clone() } else { return .. }`):
-/// a branch of another kind would be observed whole where it stands, whose type may be
-/// inferred from the other branches after it. A labelled block is read by its value.
-fn each_branch_hands_on(value: &Expr, copies: &HashSet<String>) -> bool {
-    let gives = hands_a_statement_on;
-    match strip_parens(value) {
-        Expr::Block(block) => block_gives(&block.block, copies, gives),
-        Expr::If(branch) => {
-            let Some((_, otherwise)) = &branch.else_branch else {
-                return false;
-            };
-            let mut bound = copies.clone();
-            bind_lets(&mut bound, &branch.cond);
-            let then_gives = block_gives(&branch.then_branch, &bound, gives);
-            (then_gives || block_diverges(&branch.then_branch))
-                && (gives(otherwise, copies) || diverges(otherwise))
-                && (then_gives || gives(otherwise, copies))
-        }
-        Expr::Match(choice) => {
-            let arm_gives = |arm: &syn::Arm| arm_gives(arm, &choice.expr, copies, gives);
-            choice.arms.iter().any(arm_gives)
-                && choice
-                    .arms
-                    .iter()
-                    .all(|arm| diverges(&arm.body) || arm_gives(arm))
-        }
-        _ => false,
-    }
-}
-
 /// Whether a `match` arm's value is one `gives` takes, with the names its pattern binds.
 fn arm_gives(
     arm: &syn::Arm,
@@ -1433,13 +1365,12 @@ fn is_panicking(mac: &Macro) -> bool {
 }
 
 /// [`Finder::hand_over_breaks`]'s walk: the values a `break` gives the body it leaves (as
-/// [`breaks_give`] reads them), each handed over where it is given, with the copies bound
-/// before it. Not in closures, `async` blocks or items, whose `break` cannot leave.
+/// [`breaks_give`] reads them), each copy handed over where it is given, with the copies
+/// bound before it. Not in closures, `async` blocks or items, whose `break` cannot leave.
 struct BreaksHandedOver<'f, 'n> {
     finder: &'f mut Finder<'n>,
     label: Option<Ident>,
     unlabelled: bool,
-    every: bool,
     copies: HashSet<String>,
 }
 
@@ -1464,12 +1395,8 @@ impl VisitMut for BreaksHandedOver<'_, '_> {
         match expr {
             Expr::Break(leave) if leaves(leave, self.label.as_ref(), self.unlabelled) => {
                 if let Some(value) = &mut leave.expr {
-                    if self.every {
-                        self.finder.hand_over_in_place(value);
-                    } else {
-                        let copies = self.copies.clone();
-                        self.finder.hand_over_copies(value, &copies);
-                    }
+                    let copies = self.copies.clone();
+                    self.finder.hand_over_copies(value, &copies);
                 }
             }
             Expr::Loop(_) | Expr::While(_) | Expr::ForLoop(_) => {
@@ -1492,6 +1419,12 @@ fn leaves(leave: &syn::ExprBreak, label: Option<&Ident>, unlabelled: bool) -> bo
         Some(named) => label == Some(&named.ident),
         None => unlabelled,
     }
+}
+
+/// Whether `block` is unlabelled and has a value, which [`Finder::hand_over_in_place`]
+/// observes where the block gives it (a labelled block gives by `break` too).
+fn gives_in_place(block: &syn::ExprBlock) -> bool {
+    block.label.is_none() && block.block.stmts.last().is_some_and(is_tail)
 }
 
 /// Whether `stmt` is a block's value: an expression without a semicolon.
