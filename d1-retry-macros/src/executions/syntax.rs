@@ -14,40 +14,12 @@ pub(super) fn strip_parens(expr: &Expr) -> &Expr {
     }
 }
 
-/// `expr` as a `match`'s scrutinee: in parentheses where a struct literal stands at its
-/// edge, enclosed by no delimiter (`Job { .. }.stmt`, `a == Job { .. }`), since there the
-/// literal's brace would be read as the start of the arms. rustc's `unused_parens` does
-/// not fire on parentheses that a struct literal needs.
+/// `expr` as a `match`'s scrutinee, in parentheses: a struct literal at its edge, enclosed
+/// by no delimiter (`Job { .. }.stmt`, `a == Job { .. }`), would otherwise be read as the
+/// start of the arms. Parentheses the user does not need are the expansion's own, on which
+/// rustc's `unused_parens` stays quiet, as on any lint in another crate's macro.
 pub(crate) fn scrutinee(expr: &Expr) -> TokenStream {
-    if has_outer_struct_literal(expr) {
-        quote!((#expr))
-    } else {
-        expr.to_token_stream()
-    }
-}
-
-/// Whether a struct literal in `expr` is enclosed by no delimiter: the literal itself, or
-/// the operand of a field, an index, a method call, `?`, `.await`, a cast, a prefix
-/// operator or a borrow, or either side of a binary operator or an assignment.
-fn has_outer_struct_literal(expr: &Expr) -> bool {
-    match expr {
-        Expr::Struct(_) => true,
-        Expr::Assign(assign) => {
-            has_outer_struct_literal(&assign.left) || has_outer_struct_literal(&assign.right)
-        }
-        Expr::Binary(binary) => {
-            has_outer_struct_literal(&binary.left) || has_outer_struct_literal(&binary.right)
-        }
-        Expr::Field(field) => has_outer_struct_literal(&field.base),
-        Expr::Index(index) => has_outer_struct_literal(&index.expr),
-        Expr::MethodCall(call) => has_outer_struct_literal(&call.receiver),
-        Expr::Try(tried) => has_outer_struct_literal(&tried.expr),
-        Expr::Await(awaited) => has_outer_struct_literal(&awaited.base),
-        Expr::Cast(cast) => has_outer_struct_literal(&cast.expr),
-        Expr::Unary(unary) => has_outer_struct_literal(&unary.expr),
-        Expr::Reference(reference) => has_outer_struct_literal(&reference.expr),
-        _ => false,
-    }
+    quote!((#expr))
 }
 
 /// How the receiver of a `prepare` can be probed
