@@ -765,6 +765,29 @@ async fn copy_in_a_struct_literal_at_the_edge(
     count_orders(db).await
 }
 
+/// A copy a block gives after a statement macro that only reads it (`println!`), and a
+/// field of a copy of a pair handed in, handed on.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_read_by_a_macro_or_in_a_copied_pair(
+    db: &D1Database,
+    pair: &(D1PreparedStatement, u8),
+    shape: u8,
+) -> Result<i64, Error> {
+    let ran = if shape == 0 {
+        let copy = {
+            let made = pair.0.clone();
+            println!("handing on a statement of {} bytes", size_of_val(&made));
+            made
+        };
+        tokio::time::timeout(Duration::from_secs(5), copy).await
+    } else {
+        let copied = pair.clone();
+        tokio::time::timeout(Duration::from_secs(5), copied.0).await
+    };
+    ran.map_err(|_| Error::from("timed out"))??;
+    count_orders(db).await
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -947,6 +970,12 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a struct literal's field awaited" => |db, held| {
             copy_in_a_struct_literal_at_the_edge(&db, &held, 3).await
+        },
+        "a block's copy after a println! of it" => |db, held| {
+            copy_read_by_a_macro_or_in_a_copied_pair(&db, &(held, 1), 0).await
+        },
+        "a field of a copied pair" => |db, held| {
+            copy_read_by_a_macro_or_in_a_copied_pair(&db, &(held, 1), 1).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };
