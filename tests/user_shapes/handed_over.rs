@@ -672,7 +672,8 @@ async fn copy_as_a_receiver(
 
 /// An item taken out of a copy of a list handed in, or of an iterator of copies: by
 /// `next()`, by `pop()` from a copy bound to a name, by `next_back()` from an iterator bound
-/// to a name, by `remove(0)`; by `pop()` and `swap_remove(0)` where it is handed on.
+/// to a name, by `remove(0)`, by `swap_remove(0)` bound to a name; by `pop()` and
+/// `swap_remove(0)` where it is handed on.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn item_of_a_copied_list(
     db: &D1Database,
@@ -693,8 +694,14 @@ async fn item_of_a_copied_list(
             items.next_back()
         }
         3 => Some(list.to_vec().remove(0)),
-        // Handed on where it is taken out.
         4 => {
+            let removed = list.to_vec().swap_remove(0);
+            let ran = tokio::time::timeout(Duration::from_secs(5), removed);
+            ran.await.map_err(|_| Error::from("timed out"))??;
+            return count_orders(db).await;
+        }
+        // Handed on where it is taken out.
+        5 => {
             let ran = tokio::time::timeout(Duration::from_secs(5), list.to_vec().pop().unwrap());
             ran.await.map_err(|_| Error::from("timed out"))??;
             return count_orders(db).await;
@@ -953,11 +960,14 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "a copy removed from a copied list" => |db, held| {
             item_of_a_copied_list(&db, &[held], 3).await
         },
-        "a copy popped where it is handed on" => |db, held| {
+        "a copy removed from a copied list, bound" => |db, held| {
             item_of_a_copied_list(&db, &[held], 4).await
         },
-        "a copy removed where it is handed on" => |db, held| {
+        "a copy popped where it is handed on" => |db, held| {
             item_of_a_copied_list(&db, &[held], 5).await
+        },
+        "a copy removed where it is handed on" => |db, held| {
+            item_of_a_copied_list(&db, &[held], 6).await
         },
         "a struct literal's field handed on" => |db, held| {
             copy_in_a_struct_literal_at_the_edge(&db, &held, 0).await
