@@ -795,6 +795,25 @@ async fn copy_read_by_a_macro_or_in_a_copied_pair(
     count_orders(db).await
 }
 
+/// Runs the statement it is lent, as a helper of the user's would.
+async fn run_lent(statement: &D1PreparedStatement) -> Result<(), Error> {
+    statement.run().await.map(drop)
+}
+
+/// A copy lent to a helper that runs it: bound to a name, or a field of a copy of a pair.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn copy_lent(db: &D1Database, held: &D1PreparedStatement, shape: u8) -> Result<i64, Error> {
+    if shape == 0 {
+        let copy = held.clone();
+        run_lent(&copy).await?;
+    } else {
+        let pair = (held.clone(), String::from("tag")).clone();
+        run_lent(&pair.0).await?;
+        assert_eq!(pair.1, "tag");
+    }
+    count_orders(db).await
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -987,6 +1006,8 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "a field of a copied pair" => |db, held| {
             copy_read_by_a_macro_or_in_a_copied_pair(&db, &(held, 1), 1).await
         },
+        "a copy lent to a helper" => |db, held| copy_lent(&db, &held, 0).await,
+        "a copy's field lent to a helper" => |db, held| copy_lent(&db, &held, 1).await,
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };
             copy_taken_out_of_a_job_built_on_another(&db, &held, &template).await

@@ -770,6 +770,10 @@ impl Finder<'_> {
             // A name bound to a copy is owned (or a shared reference), and moved as it
             // would be by the call.
             _ if hands_a_statement_on(value, &self.copies) => {}
+            // A copy lent (`audit(&copy)`): the borrow is moved, a shared reference of a
+            // type known where it stands.
+            Expr::Reference(lent)
+                if lent.mutability.is_none() && hands_a_statement_on(&lent.expr, &self.copies) => {}
             Expr::Async(_)
             | Expr::Block(_)
             | Expr::Macro(_)
