@@ -814,6 +814,32 @@ async fn copy_lent(db: &D1Database, held: &D1PreparedStatement, shape: u8) -> Re
     count_orders(db).await
 }
 
+/// A statement a helper of the user's makes, out of sight.
+fn made_by_a_helper(held: &D1PreparedStatement) -> D1PreparedStatement {
+    held.clone()
+}
+
+/// An element of `join!` that is an `if` giving a copy in one branch and a helper's
+/// statement in the other, which runs: `join!` awaits whatever the element is, so the whole
+/// value is observed, not its copies alone.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn joined_if_of_a_copy_or_a_helpers_statement(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    copy: bool,
+) -> Result<i64, Error> {
+    let (ran, _) = tokio::join!(
+        if copy {
+            held.clone()
+        } else {
+            made_by_a_helper(held)
+        },
+        async { 1 }
+    );
+    ran?;
+    count_orders(db).await
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -1008,6 +1034,9 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a copy lent to a helper" => |db, held| copy_lent(&db, &held, 0).await,
         "a copy's field lent to a helper" => |db, held| copy_lent(&db, &held, 1).await,
+        "join! of an if whose other branch is a helper's statement" => |db, held| {
+            joined_if_of_a_copy_or_a_helpers_statement(&db, &held, false).await
+        },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };
             copy_taken_out_of_a_job_built_on_another(&db, &held, &template).await
