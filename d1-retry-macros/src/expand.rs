@@ -87,6 +87,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         read_only: options.read_only(),
     };
     let params = parameters(&function.sig);
+    let statements_in = statement_parameters(&function.sig);
     let time_limit_check = time_limit_check(&options, &private, &function);
     let output = erase_impl_trait(&function.output);
     let block = match &mut function.shape {
@@ -96,7 +97,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
     let one_call = (options.read_only() && one_call::may_be(block))
         .then(|| {
             let mut per_call = block.clone();
-            let found = executions::rewrite(&mut per_call, Mode::PerCall, &names, &params);
+            let found = executions::rewrite(
+                &mut per_call,
+                Mode::PerCall,
+                &names,
+                &params,
+                &statements_in,
+            );
             (per_call, found)
         })
         .filter(|(_, found)| one_call::is(found));
@@ -107,7 +114,7 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
         }
         None => (
             declared,
-            executions::rewrite(block, declared, &names, &params),
+            executions::rewrite(block, declared, &names, &params, &statements_in),
         ),
     };
     valid::check(&found, declared, &function.sig.ident)?;
@@ -566,6 +573,38 @@ fn parameters(sig: &syn::Signature) -> Vec<Ident> {
         }
     }
     names
+}
+
+/// The parameters declared to be D1's statement, by value or by shared reference (`held:
+/// &D1PreparedStatement`, worker's or the testing kit's): a `read_only` body hands them on
+/// as it hands on its copies, a shared reference or a value moved as the call would move
+/// it. Read from the type as written, so an alias of the user's is not among them; a
+/// `&mut` is not either, which a call reborrows and a move would not.
+fn statement_parameters(sig: &syn::Signature) -> Vec<Ident> {
+    sig.inputs
+        .iter()
+        .filter_map(|input| {
+            let syn::FnArg::Typed(typed) = input else {
+                return None;
+            };
+            let syn::Pat::Ident(ident) = &*typed.pat else {
+                return None;
+            };
+            let mut ty = &*typed.ty;
+            if let Type::Reference(reference) = ty {
+                if reference.mutability.is_some() {
+                    return None;
+                }
+                ty = &reference.elem;
+            }
+            let statement = matches!(ty, Type::Path(path) if path.qself.is_none()
+            && path.path.segments.last().is_some_and(|last| {
+                last.ident == "D1PreparedStatement" && last.arguments.is_none()
+            }));
+            (statement && ident.subpat.is_none() && ident.by_ref.is_none())
+                .then(|| ident.ident.clone())
+        })
+        .collect()
 }
 
 struct ExprAsyncParts<'a> {

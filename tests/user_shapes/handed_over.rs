@@ -840,6 +840,22 @@ async fn joined_if_of_a_copy_or_a_helpers_statement(
     count_orders(db).await
 }
 
+/// A parameter declared to be D1's statement, handed to a helper that runs it: as it is,
+/// lent again, or as the receiver of a method of the user's.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn parameter_handed_on(
+    db: &D1Database,
+    held: &D1PreparedStatement,
+    shape: u8,
+) -> Result<i64, Error> {
+    match shape {
+        0 => run_lent(held).await?,
+        1 => run_lent(&held).await?,
+        _ => held.timed_in_place().await?,
+    }
+    count_orders(db).await
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -1036,6 +1052,15 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "a copy's field lent to a helper" => |db, held| copy_lent(&db, &held, 1).await,
         "join! of an if whose other branch is a helper's statement" => |db, held| {
             joined_if_of_a_copy_or_a_helpers_statement(&db, &held, false).await
+        },
+        "a statement parameter handed to a helper" => |db, held| {
+            parameter_handed_on(&db, &held, 0).await
+        },
+        "a statement parameter lent to a helper" => |db, held| {
+            parameter_handed_on(&db, &held, 1).await
+        },
+        "a statement parameter as a method's receiver" => |db, held| {
+            parameter_handed_on(&db, &held, 2).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };

@@ -27,6 +27,7 @@ pub(super) fn find(
     names: &Names,
     bindings: Bindings,
     meeting: Meeting,
+    statements_in: &[Ident],
 ) -> Found {
     let mut finder = Finder {
         mode,
@@ -35,7 +36,12 @@ pub(super) fn find(
         meeting,
         statements: HashMap::new(),
         sighted: HashSet::new(),
-        copies: HashSet::new(),
+        // A `read_only` body's statement parameters, handed on as its copies are.
+        copies: if mode == (Mode::WholeBody { read_only: true }) {
+            statements_in.iter().map(super::bindings::name).collect()
+        } else {
+            HashSet::new()
+        },
         called: HashSet::new(),
         pending: HashSet::new(),
         executions: Vec::new(),

@@ -139,8 +139,16 @@ pub(crate) struct Found {
     pub(crate) observes_held: bool,
 }
 
-/// Finds the executions of `block` and, in per-call mode, rewrites them.
-pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Ident]) -> Found {
+/// Finds the executions of `block` and, in per-call mode, rewrites them. `statements_in`:
+/// the parameters declared to be D1's statement, which a `read_only` body hands on as it
+/// hands on its copies ([`Finder::copies_bound`](finder::Finder::copies_bound)).
+pub(crate) fn rewrite(
+    block: &mut Block,
+    mode: Mode,
+    names: &Names,
+    params: &[Ident],
+    statements_in: &[Ident],
+) -> Found {
     let mut bindings = Bindings::default();
     for param in params {
         bindings.parameter(param);
@@ -151,5 +159,5 @@ pub(crate) fn rewrite(block: &mut Block, mode: Mode, names: &Names, params: &[Id
     } else {
         meeting::Meeting::default()
     };
-    finder::find(block, mode, names, bindings, meeting)
+    finder::find(block, mode, names, bindings, meeting, statements_in)
 }

@@ -30,7 +30,7 @@ fn found_in(body: &str, mode: Mode, params: &[&str]) -> (Vec<String>, String) {
         .iter()
         .map(|p| Ident::new(p, Span::call_site()))
         .collect();
-    let found = rewrite(&mut block, mode, &names_in(mode), &params);
+    let found = rewrite(&mut block, mode, &names_in(mode), &params, &[]);
     let lines = found
         .executions
         .iter()
@@ -316,7 +316,7 @@ fn a_bound_statement_s_constant_is_judged_where_it_is_bound() {
         }"#,
     )
     .unwrap();
-    let found = rewrite(&mut block, Mode::PerCall, &names(), &[]);
+    let found = rewrite(&mut block, Mode::PerCall, &names(), &[], &[]);
     let kinds: Vec<_> = found.executions[0]
         .sql
         .iter()
@@ -686,7 +686,7 @@ fn what_is_taken_for_sql() {
     )
     .unwrap();
     let mode = Mode::WholeBody { read_only: true };
-    let found = rewrite(&mut block, mode, &names_in(mode), &[]);
+    let found = rewrite(&mut block, mode, &names_in(mode), &[], &[]);
     let judged: Vec<Option<Span>> = found.sql.iter().map(Sql::literal_write).collect();
     assert_eq!(judged.len(), 2);
     assert!(judged.iter().all(Option::is_some));
@@ -1004,7 +1004,7 @@ fn a_batch_of_a_list_out_of_sight_reads_its_statements() {
 fn an_execution_records_whether_its_sql_out_of_sight_is_read() {
     let held = |body: &str| {
         let mut block: Block = syn::parse_str(body).unwrap();
-        let found = rewrite(&mut block, Mode::PerCall, &names(), &[]);
+        let found = rewrite(&mut block, Mode::PerCall, &names(), &[], &[]);
         found.executions.iter().map(|e| e.held).collect::<Vec<_>>()
     };
     assert_eq!(
@@ -1398,7 +1398,7 @@ fn invisible_groups_are_seen_through() {
         let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, receiver);
         let mut block: Block = syn::parse2(quote!({ #group.run().await })).unwrap();
         let mode = Mode::WholeBody { read_only: true };
-        rewrite(&mut block, mode, &names_in(mode), &[]);
+        rewrite(&mut block, mode, &names_in(mode), &[], &[]);
         block
             .to_token_stream()
             .to_string()
@@ -1412,7 +1412,7 @@ fn invisible_groups_are_seen_through() {
     let batch = |mode: Mode, list: TokenStream| {
         let group = proc_macro2::Group::new(proc_macro2::Delimiter::None, list);
         let mut block: Block = syn::parse2(quote!({ db.batch(#group).await })).unwrap();
-        rewrite(&mut block, mode, &names_in(mode), &[]);
+        rewrite(&mut block, mode, &names_in(mode), &[], &[]);
         let code = block.to_token_stream().to_string();
         code.contains("HeldBatch")
     };
