@@ -376,6 +376,18 @@ async fn read_only_without_a_visible_site_is_retried() {
     let users = Users::new(FakeDb::failing(&[NETWORK_LOST]));
     assert_eq!(users.count_through_helper().await, Ok(1));
     assert_eq!(users.db.calls(), 2);
+
+    // The database a parameter: a type marked `D1Receiver` (every call its own, `.await`
+    // too) that is not declared as D1's statement is not taken for one where it is handed on.
+    let db = FakeDb::failing(&[NETWORK_LOST]);
+    assert_eq!(count_through_helper_of(&db).await, Ok(1));
+    assert_eq!(db.calls(), 2);
+}
+
+/// No statement in sight, the database a parameter: the helper runs it.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn count_through_helper_of(db: &FakeDb) -> Result<u64, DbError> {
+    count(db).await
 }
 
 // `read_only` with dynamic SQL that turns out to write.
