@@ -623,12 +623,9 @@ impl Finder<'_> {
             self.hand_over_in_place(&mut value);
             return value.into_token_stream();
         }
-        self.observes_held = true;
-        let private = &self.names.private;
         let span = value.span();
-        let own = own_call(private, ".await", span);
         let recv = Ident::new(HANDED_OVER, Span::mixed_site());
-        let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
+        let observe = self.observed_as_awaited(&recv.to_token_stream(), span);
         // A labelled block gives its value by `break` too: it is bound whole (its own
         // temporaries end with it), not a `match`'s scrutinee.
         if matches!(strip_parens(value), Expr::Block(block) if block.label.is_some()) {
@@ -717,10 +714,7 @@ impl Finder<'_> {
     /// [`hand_over_copies`](Self::hand_over_copies) of the value `block` gives, with the
     /// copies its `let`s bind.
     fn hand_over_copies_in_tail(&mut self, block: &mut syn::Block, copies: &HashSet<String>) {
-        let mut inner = copies.clone();
-        for stmt in &block.stmts {
-            bind_statement(&mut inner, stmt);
-        }
+        let inner = copies_in(block, copies);
         if let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last_mut() {
             self.hand_over_copies(tail, &inner);
         }
@@ -829,12 +823,16 @@ impl Finder<'_> {
             call.receiver = Box::new(Expr::Verbatim(quote!((#handed))));
             return Some(call.into_token_stream());
         }
-        self.observes_held = true;
-        let span = call.method.span();
-        let own = own_call(&self.names.private, ".await", span);
-        let observe =
-            self.observation(&receiver.to_token_stream(), &own, span, self.beyond_attempt);
+        let observe = self.observed_as_awaited(&receiver.to_token_stream(), call.method.span());
         Some(quote_spanned!(call.span()=> (#observe, #call).1))
+    }
+
+    /// The observation of `receiver` as a statement awaited where it goes
+    /// ([`observation`](Self::observation) by `.await`), what a statement handed on is.
+    fn observed_as_awaited(&mut self, receiver: &TokenStream, span: Span) -> TokenStream {
+        self.observes_held = true;
+        let own = own_call(&self.names.private, ".await", span);
+        self.observation(receiver, &own, span, self.beyond_attempt)
     }
 
     /// In a `read_only` body, an execution called by its path (`D1PreparedStatement::run(
@@ -1519,11 +1517,17 @@ fn block_gives(
     let Some(syn::Stmt::Expr(tail, None)) = block.stmts.last() else {
         return false;
     };
+    gives(tail, &copies_in(block, copies))
+}
+
+/// The copies at the end of `block`: `copies` with those its statements bind
+/// ([`bind_statement`]).
+fn copies_in(block: &syn::Block, copies: &HashSet<String>) -> HashSet<String> {
     let mut inner = copies.clone();
     for stmt in &block.stmts {
         bind_statement(&mut inner, stmt);
     }
-    gives(tail, &inner)
+    inner
 }
 
 /// The copies `stmt`, a statement of a block, binds ([`bind_copies`]) for those after it, or
