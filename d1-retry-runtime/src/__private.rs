@@ -14,7 +14,8 @@ pub use crate::dispatch::pointer_call::{
 };
 pub use crate::dispatch::receiver::{
     D1Call, D1Calls, ExecutionError, Never, Pending, Plain, Receiver, Retrying, SqlProbe, SqlSlot,
-    Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, probed,
+    Unretried, ViaD1Receiver, ViaOtherReceiver, ViaSqlOther, ViaSqlText, calls, observed_then,
+    probed,
 };
 pub use crate::dispatch::unseen_output::{
     Output, UnseenMark, ViaOtherOutput, ViaResultFuture, unseen_mark, unseen_output,

@@ -856,6 +856,26 @@ async fn parameter_handed_on(
     count_orders(db).await
 }
 
+/// A repository that keeps its statement in a field.
+struct Kept {
+    db: D1Database,
+    insert: D1PreparedStatement,
+}
+
+impl Kept {
+    /// The field lent to a helper that runs it, or the receiver of a method of the user's;
+    /// a parameter's field lent.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn kept_statement_handed_on(&self, job: &Job, shape: u8) -> Result<i64, Error> {
+        match shape {
+            0 => run_lent(&self.insert).await?,
+            1 => self.insert.timed_in_place().await?,
+            _ => run_lent(&job.statement).await?,
+        }
+        count_orders(&self.db).await
+    }
+}
+
 /// A block's copy, handed on and awaited where the block stands.
 #[d1_retry(read_only, policy = NO_BUDGET)]
 async fn block_copy_handed_on(db: &D1Database, held: &D1PreparedStatement) -> Result<i64, Error> {
@@ -1061,6 +1081,18 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         },
         "a statement parameter as a method's receiver" => |db, held| {
             parameter_handed_on(&db, &held, 2).await
+        },
+        "a field of self lent to a helper" => |db, held| {
+            let job = Job { statement: held.clone(), tries: 0 };
+            Kept { db, insert: held }.kept_statement_handed_on(&job, 0).await
+        },
+        "a field of self as a method's receiver" => |db, held| {
+            let job = Job { statement: held.clone(), tries: 0 };
+            Kept { db, insert: held }.kept_statement_handed_on(&job, 1).await
+        },
+        "a parameter's field lent to a helper" => |db, held| {
+            let job = Job { statement: held.clone(), tries: 0 };
+            Kept { db, insert: held }.kept_statement_handed_on(&job, 2).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };

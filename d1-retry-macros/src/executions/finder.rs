@@ -27,8 +27,10 @@ pub(super) fn find(
     names: &Names,
     bindings: Bindings,
     meeting: Meeting,
+    params: &[Ident],
     statements_in: &[Ident],
 ) -> Found {
+    let observing = mode == (Mode::WholeBody { read_only: true });
     let mut finder = Finder {
         mode,
         names,
@@ -37,8 +39,17 @@ pub(super) fn find(
         statements: HashMap::new(),
         sighted: HashSet::new(),
         // A `read_only` body's statement parameters, handed on as its copies are.
-        copies: if mode == (Mode::WholeBody { read_only: true }) {
+        copies: if observing {
             statements_in.iter().map(super::bindings::name).collect()
+        } else {
+            HashSet::new()
+        },
+        roots: if observing {
+            params
+                .iter()
+                .map(super::bindings::name)
+                .chain([String::from("self")])
+                .collect()
         } else {
             HashSet::new()
         },
@@ -95,6 +106,11 @@ pub(super) struct Finder<'a> {
     /// such a name is observed as the copy would be. Followed in the order the body binds
     /// them, scope by scope ([`Finder::copies_bound`], [`Finder::scoped`]).
     copies: HashSet<String>,
+    /// In a `read_only` body, `self` and the parameters not bound again where the walk
+    /// stands: names whose types are declared, so that a place reached from one (`&self.insert`,
+    /// `params.stmt`) has a type known where it stands, and may be observed as lent
+    /// ([`Finder::lent_observation`]). Followed as `copies` are.
+    roots: HashSet<String>,
     /// In a `read_only` body, the names bound where the walk stands to what a call that
     /// makes no copy returned (`let deadline = sleep(d);`, `let pending = stmt.first(None);`):
     /// a future, or a statement of a helper's, which the README leaves out of sight.

@@ -159,5 +159,5 @@ pub(crate) fn rewrite(
     } else {
         meeting::Meeting::default()
     };
-    finder::find(block, mode, names, bindings, meeting, statements_in)
+    finder::find(block, mode, names, bindings, meeting, params, statements_in)
 }

@@ -291,6 +291,15 @@ pub fn probed<R: ?Sized>(_probe: impl FnOnce() -> Receiver<R>) -> Receiver<R> {
     Receiver(PhantomData)
 }
 
+/// `value`, once `_observed`, an observation of what the call that made it was handed, was
+/// made: the argument order is the evaluation order. A call rather than a tuple's field, so
+/// that a method call of the user's in a statement of its own (`self.audit(..);`) stays a
+/// call, which clippy's `unnecessary_operation` does not lay at the user's door.
+#[inline(always)]
+pub fn observed_then<T>(_observed: (), value: T) -> T {
+    value
+}
+
 /// Picked for receivers marked [`D1Receiver`].
 pub trait ViaD1Receiver {
     /// The site that retries.
@@ -593,6 +602,35 @@ impl Retrying {
             unseen::<C>();
         }
     }
+
+    /// In a `read_only` attempt, a statement lent or received where the body hands it to
+    /// code of the user's that may run it (`audit(&self.insert)`, `self.insert.timed()`):
+    /// observed as an `.await` on it is ([`observe`](Self::observe)), but only on a type
+    /// whose calls are a statement's, D1's own behind any reference or pointer. A type of
+    /// the user's marked `D1Receiver` has every call, a database's as well as a
+    /// statement's, and a database lent to a helper runs nothing of itself.
+    #[inline(always)]
+    pub fn observe_lent<R: D1Receiver + ?Sized>(self, attempt: &Attempt<'_>, receiver: &R) {
+        if const { R::D1_CALLS.0 == D1Calls::STATEMENT.0 } {
+            attempt.observe_held(crate::dispatch::statement_sql::read(receiver));
+        }
+    }
+
+    /// [`observe_lent`](Self::observe_lent) where the attempt's record cannot be borrowed
+    /// (see [`observe_unborrowed`](Self::observe_unborrowed)).
+    #[inline(always)]
+    pub fn observe_lent_unborrowed<R: D1Receiver + ?Sized>(
+        self,
+        receiver: &R,
+        operation: OperationName<'_>,
+    ) {
+        if const { R::D1_CALLS.0 == D1Calls::STATEMENT.0 } {
+            crate::retry::scope::record_held(
+                crate::dispatch::statement_sql::read(receiver),
+                operation,
+            );
+        }
+    }
 }
 
 /// [`Retrying::observe_made`]'s observation: the SQL `statement` holds, read now. Out of line: a
@@ -651,6 +689,14 @@ impl Plain {
     ) {
         unseen::<C>();
     }
+
+    /// A value lent that is not D1's: nothing to learn ([`Retrying::observe_lent`]).
+    #[inline(always)]
+    pub fn observe_lent<R: ?Sized>(self, _attempt: &Attempt<'_>, _receiver: &R) {}
+
+    /// The same (see [`observe_lent`](Self::observe_lent)).
+    #[inline(always)]
+    pub fn observe_lent_unborrowed<R: ?Sized>(self, _receiver: &R, _operation: OperationName<'_>) {}
 
     /// Nothing read: a call on this receiver is made once, as written, whatever its
     /// access.

@@ -227,6 +227,9 @@ impl Finder<'_> {
         if !self.observing() {
             return;
         }
+        for pat in bound_idents(pattern) {
+            self.roots.remove(&name(&pat.ident));
+        }
         bind_names(&mut self.copies, &mut self.called, pattern, value);
     }
 
@@ -238,15 +241,16 @@ impl Finder<'_> {
         if self.observing() && !binds_nothing(mac) {
             forget_names_in(&mut self.copies, mac.tokens.clone());
             forget_names_in(&mut self.called, mac.tokens.clone());
+            forget_names_in(&mut self.roots, mac.tokens.clone());
         }
     }
 
     /// Runs `visit` in a scope of its own: the copies it binds ([`copies_bound`](Self::copies_bound))
     /// are forgotten after it, and the names it binds again are copies again if they were.
     pub(super) fn scoped(&mut self, visit: impl FnOnce(&mut Self)) {
-        let outer = (self.copies.clone(), self.called.clone());
+        let outer = (self.copies.clone(), self.called.clone(), self.roots.clone());
         visit(self);
-        (self.copies, self.called) = outer;
+        (self.copies, self.called, self.roots) = outer;
     }
 
     /// A `read_only` body's execution of a statement made out of sight, with the
@@ -768,6 +772,16 @@ impl Finder<'_> {
             // type known where it stands.
             Expr::Reference(lent)
                 if lent.mutability.is_none() && hands_a_statement_on(&lent.expr, &self.copies) => {}
+            // A place reached from `self` or a parameter, lent (`audit(&self.insert)`).
+            Expr::Reference(lent)
+                if lent.mutability.is_none() && self.reached_from_a_root(&lent.expr) =>
+            {
+                let span = value.span();
+                let observe = self.lent_observation(&lent.expr.to_token_stream(), span);
+                let lent = value.clone();
+                *value = Expr::Verbatim(quote_spanned!(span=> (#observe, #lent).1));
+                return;
+            }
             Expr::Async(_)
             | Expr::Block(_)
             | Expr::Macro(_)
@@ -811,12 +825,20 @@ impl Finder<'_> {
         if !self.observing()
             || PASSES_A_COPY.contains(&method.as_str())
             || EXECUTIONS.contains(&method.as_str())
-            || !hands_a_statement_on(&call.receiver, &self.copies)
             || self.made_in_sight(&call.receiver)
         {
             return None;
         }
         let receiver = strip_parens(&call.receiver);
+        if !hands_a_statement_on(receiver, &self.copies) {
+            // A place reached from `self` or a parameter (`self.insert.timed()`).
+            if !(is_place(receiver) && self.reached_from_a_root(receiver)) {
+                return None;
+            }
+            let observe = self.lent_observation(&receiver.to_token_stream(), call.method.span());
+            let private = &self.names.private;
+            return Some(quote_spanned!(call.span()=> #private::observed_then(#observe, #call)));
+        }
         if !is_place(receiver) {
             let handed = self.handed_over(receiver);
             let mut call = call.clone();
@@ -824,7 +846,42 @@ impl Finder<'_> {
             return Some(call.into_token_stream());
         }
         let observe = self.observed_as_awaited(&receiver.to_token_stream(), call.method.span());
-        Some(quote_spanned!(call.span()=> (#observe, #call).1))
+        let private = &self.names.private;
+        Some(quote_spanned!(call.span()=> #private::observed_then(#observe, #call)))
+    }
+
+    /// The observation of `place`, reached from `self` or a parameter ([`reached_from_a_root`](Self::reached_from_a_root)),
+    /// lent to code of the user's that may run it: a statement of D1's there is observed as
+    /// one awaited is, nothing else (`Retrying::observe_lent`: a database of the user's
+    /// marked `D1Receiver` is not taken for a statement). Its type is declared, so the
+    /// observation needs nothing inferred.
+    fn lent_observation(&mut self, place: &TokenStream, span: Span) -> TokenStream {
+        self.observes_held = true;
+        let private = &self.names.private;
+        let site = quote_spanned!(span=> (&&#private::Receiver::of(&#place)).d1_retry_site());
+        if self.beyond_attempt {
+            let operation = &self.names.operation;
+            quote_spanned!(span=> #site.observe_lent_unborrowed(&#place, #operation))
+        } else {
+            let attempt = &self.names.attempt;
+            quote_spanned!(span=> #site.observe_lent(#attempt, &#place))
+        }
+    }
+
+    /// Whether `expr` is `self`, a parameter not bound again where the walk stands
+    /// ([`Finder::roots`]), or a field of one, at any depth.
+    fn reached_from_a_root(&self, expr: &Expr) -> bool {
+        match strip_parens(expr) {
+            Expr::Path(path) => {
+                path.qself.is_none()
+                    && path
+                        .path
+                        .get_ident()
+                        .is_some_and(|ident| self.roots.contains(&name(ident)))
+            }
+            Expr::Field(field) => self.reached_from_a_root(&field.base),
+            _ => false,
+        }
     }
 
     /// The observation of `receiver` as a statement awaited where it goes
