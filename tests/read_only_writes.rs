@@ -1345,8 +1345,30 @@ async fn copy_beside_a_coerced_branch_then_count(
     Ok(orders(db).await? + takes_u32(query.bind(3)) + shown)
 }
 
+/// A count of the user's, which `Default` makes.
+#[derive(Default)]
+struct Tally(u8);
+
+fn takes_tally(value: &Tally) -> i64 {
+    i64::from(value.0)
+}
+
+/// A parameter's name bound again to a value whose type the call it is lent to decides:
+/// no longer the parameter, so not observed as one lent (which would need its type first).
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn parameter_bound_again_then_count(db: &D1Database, query: &Query) -> Result<i64, Error> {
+    let from_query: u32 = query.bind(2);
+    let query = Default::default();
+    Ok(orders(db).await? + takes_tally(&query) + i64::from(from_query))
+}
+
 #[tokio::test(start_paused = true)]
 async fn values_whose_type_the_call_decides_still_compile_and_run() {
+    let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
+    assert_eq!(
+        parameter_bound_again_then_count(&db, &Query).await.unwrap(),
+        2
+    );
     let db = failing(READ, Message::CannotResolve, Timing::BeforeExecution);
     assert_eq!(coerced_then_count(&db, &Query, true).await.unwrap(), 4);
     assert_eq!(coerced_then_count(&db, &Query, false).await.unwrap(), 8);
