@@ -275,7 +275,7 @@ impl Finder<'_> {
         // pointer is refused first (`pointer_call.rs`), in code that never runs.
         let pointer_call = PointerCall::of(call);
         let observe = |receiver: &TokenStream| {
-            let observation = self.observation(receiver, &own, span, beyond);
+            let observation = self.observation(receiver, Observed::Call(&own), span, beyond);
             match &pointer_call {
                 Some(pointer_call) => {
                     let check = pointer_call::check(private, pointer_call, receiver);
@@ -441,25 +441,34 @@ impl Finder<'_> {
         });
     }
 
-    /// The observation of `receiver`'s statement by a call `own` (`calls::Run`, ..): by the
-    /// attempt's record, or, `unborrowed`, by the thread's count of writes (in an `async`
-    /// block or a closure, see [`observe_access`](Self::observe_access)). Nothing on a
-    /// receiver that is not D1's (`Plain`).
+    /// The observation of `receiver`'s statement, by a call (`calls::Run`, `.await`) or lent
+    /// ([`Observed`]): by the attempt's record, or, `unborrowed`, by the thread's count of
+    /// writes (in an `async` block or a closure, see [`observe_access`](Self::observe_access)).
+    /// Nothing on a receiver that is not D1's (`Plain`).
     fn observation(
         &self,
         receiver: &TokenStream,
-        own: &TokenStream,
+        observed: Observed<'_>,
         span: Span,
         unborrowed: bool,
     ) -> TokenStream {
         let private = &self.names.private;
         let site = quote_spanned!(span=> (&&#private::Receiver::of(&#receiver)).d1_retry_site());
-        if unborrowed {
-            let operation = &self.names.operation;
-            quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own, #operation))
-        } else {
-            let attempt = &self.names.attempt;
-            quote_spanned!(span=> #site.observe(#attempt, &#receiver, #own))
+        let operation = &self.names.operation;
+        let attempt = &self.names.attempt;
+        match (observed, unborrowed) {
+            (Observed::Call(own), true) => {
+                quote_spanned!(span=> #site.observe_unborrowed(&#receiver, #own, #operation))
+            }
+            (Observed::Call(own), false) => {
+                quote_spanned!(span=> #site.observe(#attempt, &#receiver, #own))
+            }
+            (Observed::Lent, true) => {
+                quote_spanned!(span=> #site.observe_lent_unborrowed(&#receiver, #operation))
+            }
+            (Observed::Lent, false) => {
+                quote_spanned!(span=> #site.observe_lent(#attempt, &#receiver))
+            }
         }
     }
 
@@ -830,22 +839,21 @@ impl Finder<'_> {
             return None;
         }
         let receiver = strip_parens(&call.receiver);
-        if !hands_a_statement_on(receiver, &self.copies) {
-            // A place reached from `self` or a parameter (`self.insert.timed()`).
-            if !(is_place(receiver) && self.reached_from_a_root(receiver)) {
-                return None;
-            }
-            let observe = self.lent_observation(&receiver.to_token_stream(), call.method.span());
-            let private = &self.names.private;
-            return Some(quote_spanned!(call.span()=> #private::observed_then(#observe, #call)));
-        }
-        if !is_place(receiver) {
+        let span = call.method.span();
+        let copy = hands_a_statement_on(receiver, &self.copies);
+        let observe = if copy && !is_place(receiver) {
             let handed = self.handed_over(receiver);
             let mut call = call.clone();
             call.receiver = Box::new(Expr::Verbatim(quote!((#handed))));
             return Some(call.into_token_stream());
-        }
-        let observe = self.observed_as_awaited(&receiver.to_token_stream(), call.method.span());
+        } else if copy {
+            self.observed_as_awaited(&receiver.to_token_stream(), span)
+        } else if is_place(receiver) && self.reached_from_a_root(receiver) {
+            // A place reached from `self` or a parameter (`self.insert.timed()`).
+            self.lent_observation(&receiver.to_token_stream(), span)
+        } else {
+            return None;
+        };
         let private = &self.names.private;
         Some(quote_spanned!(call.span()=> #private::observed_then(#observe, #call)))
     }
@@ -857,15 +865,7 @@ impl Finder<'_> {
     /// observation needs nothing inferred.
     fn lent_observation(&mut self, place: &TokenStream, span: Span) -> TokenStream {
         self.observes_held = true;
-        let private = &self.names.private;
-        let site = quote_spanned!(span=> (&&#private::Receiver::of(&#place)).d1_retry_site());
-        if self.beyond_attempt {
-            let operation = &self.names.operation;
-            quote_spanned!(span=> #site.observe_lent_unborrowed(&#place, #operation))
-        } else {
-            let attempt = &self.names.attempt;
-            quote_spanned!(span=> #site.observe_lent(#attempt, &#place))
-        }
+        self.observation(place, Observed::Lent, span, self.beyond_attempt)
     }
 
     /// Whether `expr` is `self`, a parameter not bound again where the walk stands
@@ -889,7 +889,7 @@ impl Finder<'_> {
     fn observed_as_awaited(&mut self, receiver: &TokenStream, span: Span) -> TokenStream {
         self.observes_held = true;
         let own = own_call(&self.names.private, ".await", span);
-        self.observation(receiver, &own, span, self.beyond_attempt)
+        self.observation(receiver, Observed::Call(&own), span, self.beyond_attempt)
     }
 
     /// In a `read_only` body, an execution called by its path (`D1PreparedStatement::run(
@@ -923,7 +923,12 @@ impl Finder<'_> {
         let span = statement.span();
         let own = own_call(private, &method, span);
         let recv = Ident::new(HANDED_OVER, Span::mixed_site());
-        let observe = self.observation(&recv.to_token_stream(), &own, span, self.beyond_attempt);
+        let observe = self.observation(
+            &recv.to_token_stream(),
+            Observed::Call(&own),
+            span,
+            self.beyond_attempt,
+        );
         let value = scrutinee(statement);
         *statement = Expr::Verbatim(quote_spanned! {span=>
             match #value {
@@ -979,7 +984,12 @@ impl Finder<'_> {
         let own = own_call(private, &method, span);
         let statement = Ident::new("__d1_retry_statement", Span::mixed_site());
         let future = Ident::new("__d1_retry_future", Span::mixed_site());
-        let observe = self.observation(&statement.to_token_stream(), &own, span, true);
+        let observe = self.observation(
+            &statement.to_token_stream(),
+            Observed::Call(&own),
+            span,
+            true,
+        );
         let (params, args) = if method == "first" {
             let column = Ident::new("__d1_retry_column", Span::mixed_site());
             (quote!(#statement, #column), quote!(#statement, #column))
@@ -1030,6 +1040,15 @@ impl Finder<'_> {
         };
         observation.then(|| tuple.elems.last()).flatten()
     }
+}
+
+/// What an observation tells the attempt of a statement ([`Finder::observation`]).
+#[derive(Clone, Copy)]
+enum Observed<'t> {
+    /// That a call of D1's (`calls::Run`, `.await`) runs it, if it is the receiver's own.
+    Call(&'t TokenStream),
+    /// That it is lent to code of the user's that may run it: counted on D1's statement alone.
+    Lent,
 }
 
 /// Methods that make a statement's copy, bind it, or pass a copy on through a `Result`,
