@@ -12,6 +12,7 @@
 //! retried.
 
 use core::pin::Pin;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use d1_retry::testing::{D1Database, D1PreparedStatement, D1Result, Error, Message, Timing};
 use d1_retry::{RetryPolicy, d1_retry};
@@ -1776,4 +1777,34 @@ async fn names_a_branch_binds_are_its_own_and_the_body_compiles() {
     );
     // The body ran again: nothing in it counted as a write.
     assert_eq!(calls_with(&db, READ), 2);
+}
+
+impl Kept {
+    /// Declared `read_only`; copies its statement (`clone`, `to_owned`, a clone bound) and
+    /// keeps them to the end of the body, never running them nor handing them on. `runs`
+    /// counts the body's runs.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn copies_kept_then_count(&self, runs: &AtomicU32) -> Result<i64, Error> {
+        runs.fetch_add(1, Ordering::Relaxed);
+        let cloned = self.statement.clone();
+        let _ = self.statement.clone();
+        let owned = self.statement.to_owned();
+        let bound = self.statement.clone().bind(&[])?;
+        let copies = [cloned, owned, bound].len() as i64;
+        Ok(orders(&self.db).await? + copies - 3)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn copies_of_a_kept_write_that_never_run_keep_a_read_only_body_retried() {
+    // Copying a statement runs nothing: only what a copy is handed to may. The body's
+    // read failed after it ran, and the body runs again, its write never sent.
+    const WRITE: &str = "INSERT INTO orders (item) VALUES ('kept')";
+    let db = failing(READ, Message::NetworkConnectionLost, Timing::AfterExecution);
+    let runs = AtomicU32::new(0);
+    let counted = kept(&db, WRITE).copies_kept_then_count(&runs).await;
+    assert_eq!(counted.unwrap(), 0);
+    assert_eq!(runs.load(Ordering::Relaxed), 2);
+    assert_eq!(calls_with(&db, READ), 2);
+    assert_eq!(calls_with(&db, INSERT), 0);
 }

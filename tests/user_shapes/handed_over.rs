@@ -870,7 +870,11 @@ impl Kept {
         match shape {
             0 => run_lent(&self.insert).await?,
             1 => self.insert.timed_in_place().await?,
-            _ => run_lent(&job.statement).await?,
+            2 => run_lent(&job.statement).await?,
+            // The same in an `async` block and in a closure, which may have to own what
+            // they hold: the observation is counted on the thread instead.
+            3 => async { run_lent(&self.insert).await }.await?,
+            _ => (|| self.insert.timed_in_place())().await?,
         }
         count_orders(&self.db).await
     }
@@ -1093,6 +1097,14 @@ async fn a_statement_handed_on_to_what_runs_it_stops_a_read_only_body() {
         "a parameter's field lent to a helper" => |db, held| {
             let job = Job { statement: held.clone(), tries: 0 };
             Kept { db, insert: held }.kept_statement_handed_on(&job, 2).await
+        },
+        "a field of self lent to a helper in an async block" => |db, held| {
+            let job = Job { statement: held.clone(), tries: 0 };
+            Kept { db, insert: held }.kept_statement_handed_on(&job, 3).await
+        },
+        "a field of self as a method's receiver in a closure" => |db, held| {
+            let job = Job { statement: held.clone(), tries: 0 };
+            Kept { db, insert: held }.kept_statement_handed_on(&job, 4).await
         },
         "a copy taken out of a struct built on another" => |db, held| {
             let template = Job { statement: db.prepare("SELECT 2"), tries: 0 };
