@@ -194,6 +194,7 @@ mod tests {
             executions: Vec::new(),
             sql: Vec::new(),
             probes_errors: false,
+            types_columns: false,
             observes_held: false,
         };
         let per_call = paragraph(&found, Mode::PerCall, Mode::PerCall, "4 retries");
@@ -242,6 +243,7 @@ mod tests {
             }],
             sql: Vec::new(),
             probes_errors: false,
+            types_columns: false,
             observes_held: false,
         };
         let text = paragraph(

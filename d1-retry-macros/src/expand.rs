@@ -136,10 +136,13 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> syn::Result<TokenS
                     ViaError as _,
                 )
             });
+            let column_traits = found
+                .types_columns
+                .then(|| quote!(ViaFirstColumn as _, ViaOtherColumn as _,));
             quote! {
                 #policy_check
                 #[allow(unused_imports)]
-                use #private::{ViaD1Receiver as _, ViaOtherReceiver as _, ViaD1Prepare as _, ViaOtherPrepare as _, #timed_traits #probe_traits};
+                use #private::{ViaD1Receiver as _, ViaOtherReceiver as _, ViaD1Prepare as _, ViaOtherPrepare as _, #timed_traits #probe_traits #column_traits};
                 #time_limit_check
                 let #call = #call_init;
                 #(#stmts)*

@@ -9,6 +9,7 @@ pub use crate::dispatch::by_value_prepare::{
     ByValue, NotADatabase, PrepareTakingTheDatabaseByValue, ViaD1Database, ViaOtherDatabase,
 };
 pub use crate::dispatch::d1_prepare::{ViaD1Prepare, ViaOtherPrepare};
+pub use crate::dispatch::first_column::{FirstColumn, ViaFirstColumn, ViaOtherColumn};
 pub use crate::dispatch::pointer_call::{
     D1CallThroughAPointer, NotAPointer, PointerOf, ThroughAPointer, ViaOtherPointer, ViaPointer,
 };

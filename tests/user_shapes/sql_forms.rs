@@ -168,6 +168,26 @@ impl Sqls {
         Ok(id.unwrap_or(-1))
     }
 
+    /// `first`'s column as the user holds it, a `String`, handed as `Some(&column)` and
+    /// `Some(column.as_ref())`, as the call's parameter type lets it be written: awaited
+    /// where it is made, and a future kept and awaited later.
+    #[d1_retry(policy = NO_BUDGET)]
+    async fn string_columns(&self, column: String, kept: &Columns) -> Result<i64, Error> {
+        let bumped = self
+            .db
+            .prepare("UPDATE counters SET n = n + 1 WHERE name = 'hits' RETURNING n")
+            .first::<i64>(Some(&column))
+            .await?;
+        self.effects.push("returning");
+        let read = self.db.prepare("SELECT count(*) AS n FROM orders");
+        let counted = read.first::<i64>(Some(column.as_ref())).await?;
+        self.effects.push("counted");
+        let pending = read.first::<i64>(Some(&kept.count));
+        let again = pending.await?;
+        self.effects.push("counted again");
+        Ok(bumped.unwrap_or(-1) * 100 + counted.unwrap_or(-1) * 10 + again.unwrap_or(-1))
+    }
+
     #[d1_retry(policy = NO_BUDGET)]
     async fn user_macros(&self, item: &str) -> Result<i64, Error> {
         let c = self.db.prepare(READ_N).first::<Count>(None).await?;
@@ -494,6 +514,26 @@ async fn sql_from_consts_concat_and_raw_strings_is_judged_as_written() {
 async fn comments_and_ctes_in_front_of_a_write_do_not_make_it_a_read() {
     sweep("tricky sql", |db, effects| async move {
         Sqls { db, effects }.tricky_sql().await
+    })
+    .await;
+}
+
+/// Column names of the user's, in a field.
+struct Columns {
+    count: String,
+}
+
+/// A `String` column handed to `first` as `Some(&column)` compiles, as it does without the
+/// attribute, and each call is retried on its own: the write through `RETURNING` lands once.
+#[tokio::test(start_paused = true)]
+async fn a_string_column_handed_to_first_by_reference_is_retried_call_by_call() {
+    sweep("string columns", |db, effects| async move {
+        let kept = Columns {
+            count: "n".to_owned(),
+        };
+        Sqls { db, effects }
+            .string_columns("n".to_owned(), &kept)
+            .await
     })
     .await;
 }

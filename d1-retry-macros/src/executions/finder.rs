@@ -64,6 +64,7 @@ pub(super) fn find(
         in_unifying_position: false,
         next_slot: 0,
         probes_errors: false,
+        types_columns: false,
         observes_held: false,
         in_foreign_macro: false,
         beyond_attempt: false,
@@ -75,6 +76,7 @@ pub(super) fn find(
         executions: finder.executions,
         sql: finder.all_sql,
         probes_errors: finder.probes_errors,
+        types_columns: finder.types_columns,
         observes_held: finder.observes_held,
     }
 }
@@ -138,6 +140,8 @@ pub(super) struct Finder<'a> {
     next_slot: usize,
     /// See [`Found::probes_errors`].
     probes_errors: bool,
+    /// See [`Found::types_columns`].
+    types_columns: bool,
     /// See [`Found::observes_held`].
     observes_held: bool,
     /// Inside the arguments of a macro not known to take expressions (not one of the

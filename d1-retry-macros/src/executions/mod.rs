@@ -133,6 +133,9 @@ pub(crate) struct Found {
     /// `Probe` traits, which the function must then import (an import that is not needed
     /// is one more candidate for every method call of the body to be checked against).
     pub(crate) probes_errors: bool,
+    /// A `first(col_name)` retried on its own hands its column through the traits of the
+    /// runtime's `first_column.rs`, which the function must then import.
+    pub(crate) types_columns: bool,
     /// A `read_only` body runs a statement made out of sight, which the attempt is told of through
     /// the receiver probe's traits ([`Finder::observed`](finder::Finder::observed)), which the
     /// function must then import.

@@ -5,6 +5,8 @@
 //!   mark) and the site that retries them or makes them as written.
 //! - [`d1_prepare`] and [`by_value_prepare`]: whose `prepare` is trusted to make a statement
 //!   with the SQL handed to it.
+//! - [`first_column`]: the column handed to D1's `first`, typed as `first` takes it where
+//!   the arguments are evaluated before the call.
 //! - [`pointer_call`]: that an execution on a pointer to a D1 type is D1's own, not a
 //!   method of the user's for the pointer.
 //! - [`statement_sql`] and [`batch_sql`]: the SQL a statement or a batch's list holds, read
@@ -15,6 +17,7 @@
 pub(crate) mod batch_sql;
 pub(crate) mod by_value_prepare;
 pub(crate) mod d1_prepare;
+pub(crate) mod first_column;
 pub(crate) mod pointer_call;
 pub(crate) mod receiver;
 pub(crate) mod statement_sql;

@@ -169,7 +169,27 @@ impl Finder<'_> {
             })
             .collect();
         let whole = call.span();
-        let values: Vec<&Expr> = call.args.iter().collect();
+        // D1's `first(col_name: Option<&str>)`: its argument, evaluated before the call,
+        // is handed through a method with `first`'s parameter type, picked by the
+        // receiver's type, so that `Some(&column)` coerces there as it would in the call
+        // (the runtime's `first_column.rs`). The receiver is probed, not evaluated.
+        let column = call.method == "first" && call.args.len() == 1;
+        self.types_columns |= column;
+        let typed = |receiver: &TokenStream| -> Vec<Expr> {
+            call.args
+                .iter()
+                .map(|value| {
+                    if !column {
+                        return value.clone();
+                    }
+                    let span = value.span();
+                    Expr::Verbatim(quote_spanned! {span=>
+                        (&&#private::probed(|| #private::Receiver::of(&#receiver)))
+                            .d1_retry_column(#value)
+                    })
+                })
+                .collect()
+        };
         let name = &call.method;
         let turbofish = &call.turbofish;
         let dot = call.dot_token;
@@ -197,6 +217,8 @@ impl Finder<'_> {
         // on it, in code that never runs, refuses a method of the user's for the pointer
         // (`pointer_call.rs`).
         let site = |receiver: &TokenStream| {
+            let values = typed(receiver);
+            let values: Vec<&Expr> = values.iter().collect();
             let check = pointer_call
                 .as_ref()
                 .map(|pointer_call| pointer_call::check(private, pointer_call, receiver));
