@@ -6,7 +6,9 @@
 //! show that its first write ran once. A call the type does have, on the same receivers,
 //! is still retried.
 
-use d1_retry::testing::{D1Database, D1DatabaseSession, D1Result, Error, Message, Timing};
+use d1_retry::testing::{
+    D1Database, D1DatabaseSession, D1PreparedStatement, D1Result, Error, Message, Timing,
+};
 use d1_retry::{Retry, RetryPolicy, d1_retry};
 use std::rc::Rc;
 use test_support::{calls_with, count, fail_once, orders_and_audit};
@@ -56,6 +58,30 @@ impl Shortcuts for D1DatabaseSession {
     async fn dump(&self) -> Result<D1Result, Error> {
         order_then_audit(|sql| self.prepare(sql), "dumped").await
     }
+}
+
+/// A statement's convenience, named like a database's `exec`, which a statement has not:
+/// runs the statement (the order), then writes its audit row through the database it is
+/// handed, which is no SQL and no column.
+trait StatementShortcuts {
+    async fn exec(&self, db: &D1Database) -> Result<D1Result, Error>;
+}
+
+impl StatementShortcuts for D1PreparedStatement {
+    async fn exec(&self, db: &D1Database) -> Result<D1Result, Error> {
+        let order = self.run().await?;
+        db.prepare("INSERT INTO audit (what) VALUES ('exec')")
+            .run()
+            .await?;
+        Ok(order)
+    }
+}
+
+#[d1_retry(policy = NO_BUDGET)]
+async fn exec_on_a_statement(db: &D1Database) -> Result<(), Error> {
+    let order = db.prepare("INSERT INTO orders (item) VALUES ('a')");
+    order.exec(db).await?;
+    Ok(())
 }
 
 #[d1_retry(policy = NO_BUDGET)]
@@ -131,6 +157,17 @@ async fn an_extension_first_on_a_database_is_made_once() {
     )
     .await;
     audit_fails_once("Rc", |db| first_on_a_shared_database(Rc::new(db))).await;
+}
+
+/// The argument of a statement's own method named `exec` is handed as written: it is not
+/// taken for the column of D1's `first`, which only that call's argument is typed as.
+#[tokio::test(start_paused = true)]
+async fn an_extension_exec_on_a_statement_is_made_once() {
+    audit_fails_once(
+        "statement",
+        |db| async move { exec_on_a_statement(&db).await },
+    )
+    .await;
 }
 
 #[tokio::test(start_paused = true)]
