@@ -1619,3 +1619,33 @@ fn a_read_only_body_judges_path_calls_and_d1_shaped_calls_by_their_output() {
     assert_eq!(judged("{ held.into_future(x) }"), 0);
     assert_eq!(judged("{ db.dump().await }"), 0);
 }
+
+/// Why an execution is left as written, which the doc paragraph tells: made on a value that
+/// is no variable or field and not awaited there, returned or made in a `move` closure
+/// (it may outlive the schedule), or one type with another site's future.
+#[test]
+fn why_an_execution_is_left_as_written() {
+    let left = |body: &str| {
+        let mut block: Block = syn::parse_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        let found = rewrite(&mut block, Mode::PerCall, &names(), &[], &[]);
+        found
+            .executions
+            .iter()
+            .map(|execution| execution.left)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        left("{ let pending = db.prepare(SQL).run(); pending.await?; stmt.run().await }"),
+        [Left::NotAPlace, Left::No]
+    );
+    assert_eq!(left("{ return stmt.run(); }"), [Left::Outlives]);
+    assert_eq!(
+        left("{ let later = move || stmt.all(); later().await }"),
+        [Left::Outlives]
+    );
+    assert_eq!(
+        left("{ let pending = if c { a.all() } else { b.all() }; pending.await }"),
+        // The name's `.await` is listed too, as a statement's would be.
+        [Left::Meets, Left::Meets, Left::No]
+    );
+}

@@ -63,6 +63,9 @@ async fn not_d1(db: &Db, ids: &[i64], job: Job, mut runner: Runner) -> Result<St
     let list = vec![1, 2, 3];
     let head = list.first();
     let ran = job.run().await?;
+    // A temporary consumed by its own method, awaited where it is made: moved, not
+    // borrowed.
+    let made = Job { id: ran + 1 }.run().await?;
     let n = runner.exec(Payload("a".to_owned())) + runner.batch(vec![Payload("b".to_owned())]);
     runner.raw().push("c".to_owned());
     let second = runner.first(1).map(str::to_owned);
@@ -73,7 +76,7 @@ async fn not_d1(db: &Db, ids: &[i64], job: Job, mut runner: Runner) -> Result<St
         .run()
         .await?;
     Ok(format!(
-        "{first} {last:?} {positive} {head:?} {ran} {n} {second:?} {dump} {written}"
+        "{first} {last:?} {positive} {head:?} {ran} {made} {n} {second:?} {dump} {written}"
     ))
 }
 
@@ -105,7 +108,7 @@ fn main() {
     let text = block_on(not_d1(&Db, &[1, 2], Job { id: 7 }, Runner::default()));
     assert_eq!(
         text.ok().as_deref(),
-        Some("1 Some(2) true Some(1) 7 3 Some(\"b\") a,b,c 1")
+        Some("1 Some(2) true Some(1) 7 8 3 Some(\"b\") a,b,c 1")
     );
     let jobs = vec![Job { id: 10 }, Job { id: 20 }];
     assert_eq!(
