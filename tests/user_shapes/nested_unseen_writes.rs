@@ -1,6 +1,7 @@
 //! Writes that work run again as a whole (a `read_only` body, a `Retry`) could not see: a
-//! nested `#[d1_retry]` function's write left as written (futures that meet in a `vec!`
-//! or are chosen by an `if`: D1's own future, made once, not retried), and a nested
+//! nested `#[d1_retry]` function's write left as written (futures that meet in a `vec!`,
+//! are chosen by an `if`, or are returned by a `move` closure: D1's own future, made once,
+//! not retried), and a nested
 //! `Retry` that may write, still in flight when the attempt around it was cut by its time
 //! limit or dropped it (`try_join!`). Each counts as a write made in the attempt around it,
 //! which is then not run again. Before, none was counted: the `read_only` page ran the
@@ -47,16 +48,32 @@ async fn inserts_chosen(db: &D1Database, dry: bool) -> Result<(), Error> {
     Ok(())
 }
 
+/// Two inserts, of a constant's SQL, made in `move` closures that return their futures,
+/// which may outlive the call's schedule: left as written.
+#[d1_retry(policy = NO_BUDGET)]
+async fn inserts_in_closures(db: &D1Database) -> Result<(), Error> {
+    const ORDER: &str = "INSERT INTO orders (item) VALUES ('unseen-a')";
+    const AUDIT: &str = "INSERT INTO audit (what) VALUES ('unseen-b')";
+    let (order, audit) = (&db.prepare(ORDER), &db.prepare(AUDIT));
+    let later = move || order.run();
+    later().await?;
+    let later = move || audit.run();
+    later().await?;
+    Ok(())
+}
+
 #[derive(Clone, Copy, Debug)]
 enum Inserts {
     Joined,
     Chosen,
+    Closures,
 }
 
 async fn insert(db: &D1Database, how: Inserts) -> Result<(), Error> {
     match how {
         Inserts::Joined => inserts_joined(db).await,
         Inserts::Chosen => inserts_chosen(db, false).await,
+        Inserts::Closures => inserts_in_closures(db).await,
     }
 }
 
@@ -68,7 +85,7 @@ async fn page(db: &D1Database, how: Inserts) -> Result<i64, Error> {
 
 #[tokio::test(start_paused = true)]
 async fn writes_left_as_written_in_a_nested_function_are_not_made_again() {
-    for how in [Inserts::Joined, Inserts::Chosen] {
+    for how in [Inserts::Joined, Inserts::Chosen, Inserts::Closures] {
         // A read after them lost, maybe executed: the page is not run again (the read,
         // after a write, is retried on its own).
         let db = database();
