@@ -149,6 +149,8 @@ enum Shape {
     Joined,
     /// A helper's statement awaited itself beside a read, in `tokio::join!`.
     JoinedHelper,
+    /// The same, chosen by `if` beside a copy: `join!(if .. { copy } else { made(..)? }, ..)`.
+    JoinedChosen,
     /// An element of an array of futures.
     Element,
     /// In an `async move` block that owns all it holds, as a task's future must.
@@ -191,6 +193,9 @@ enum Shape {
     HandedBlockName,
     /// A labelled block giving a copy by `break` or as its value, awaited itself.
     AwaitedLabelled,
+    /// The same labelled block as the value of a block awaited itself, the copy given by
+    /// its `break`: `{ 'kept: { .. break 'kept copy; .. } }.await`.
+    AwaitedLabelledInBlock,
     /// The same labelled block, handed on.
     HandedLabelled,
     /// A copy chosen by `if`, awaited itself (each branch observed in place, with no
@@ -198,8 +203,18 @@ enum Shape {
     AwaitedIf,
     /// A copy chosen by `match`, its other arms leaving the function, handed on.
     HandedDiverging,
+    /// A copy a loop gives by a `break` in a `match` arm, handed on.
+    HandedLoopMatch,
     /// A copy taken by `.cloned()` from a list's element, handed on.
     HandedCloned,
+    /// A copy taken out of an array of copies by `into_iter().next()`, handed on.
+    HandedTakenOut,
+    /// A copy taken out of a variant written out by `let Some(s) = Some(..) else ..`,
+    /// handed on.
+    HandedLetSome,
+    /// A block giving a name bound in it to a copy, a std macro naming it in between,
+    /// handed on.
+    HandedBlockAsserted,
     /// A part of a copy bound by `let Some(s) = kept.clone() else ..`, handed on.
     HandedLetElse,
     /// Each element of a list's copy, bound by `for`, handed on.
@@ -264,7 +279,7 @@ async fn run_held(holder: Holder) -> Result<D1Result, Error> {
     holder.statement.run().await
 }
 
-const SHAPES: [Shape; 50] = [
+const SHAPES: [Shape; 56] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -274,6 +289,7 @@ const SHAPES: [Shape; 50] = [
     Shape::Looped,
     Shape::Joined,
     Shape::JoinedHelper,
+    Shape::JoinedChosen,
     Shape::Element,
     Shape::Owning,
     Shape::FnPointer,
@@ -293,10 +309,15 @@ const SHAPES: [Shape; 50] = [
     Shape::HandedUnwrapped,
     Shape::HandedBlockName,
     Shape::AwaitedLabelled,
+    Shape::AwaitedLabelledInBlock,
     Shape::HandedLabelled,
     Shape::AwaitedIf,
     Shape::HandedDiverging,
+    Shape::HandedLoopMatch,
     Shape::HandedCloned,
+    Shape::HandedTakenOut,
+    Shape::HandedLetSome,
+    Shape::HandedBlockAsserted,
     Shape::HandedLetElse,
     Shape::HandedForEach,
     Shape::HandedIfLet,
@@ -389,6 +410,18 @@ impl Kept {
             Shape::JoinedHelper => {
                 let read = self.db.prepare("SELECT 2");
                 let (ran, _) = tokio::join!(made(&self.db, sql)?, read.run());
+                ran?;
+            }
+            Shape::JoinedChosen => {
+                let read = self.db.prepare("SELECT 2");
+                let (ran, _) = tokio::join!(
+                    if sql.is_empty() {
+                        self.statement.clone()
+                    } else {
+                        made(&self.db, sql)?
+                    },
+                    read.run()
+                );
                 ran?;
             }
             Shape::Element => {
@@ -487,12 +520,50 @@ impl Kept {
                 })
                 .await?;
             }
+            Shape::AwaitedLabelledInBlock => {
+                {
+                    'kept: {
+                        if !sql.is_empty() {
+                            break 'kept self.statement.to_owned();
+                        }
+                        self.statement.clone()
+                    }
+                }
+                .await?;
+            }
             Shape::HandedLabelled => {
                 awaited('kept: {
                     if !sql.is_empty() {
                         break 'kept self.statement.to_owned();
                     }
                     self.statement.clone()
+                })
+                .await?;
+            }
+            Shape::HandedLoopMatch => {
+                awaited(loop {
+                    match sql.len() {
+                        0 => continue,
+                        _ => break self.statement.clone(),
+                    }
+                })
+                .await?;
+            }
+            Shape::HandedTakenOut => {
+                let taken = [self.statement.clone()].into_iter().next();
+                awaited(taken.expect("one copy")).await?;
+            }
+            Shape::HandedLetSome => {
+                let Some(wrapped) = Some(self.statement.clone()) else {
+                    return Ok(-1);
+                };
+                awaited(wrapped).await?;
+            }
+            Shape::HandedBlockAsserted => {
+                awaited({
+                    let copy = self.statement.clone();
+                    assert!(core::mem::size_of_val(&copy) > 0);
+                    copy
                 })
                 .await?;
             }
@@ -683,6 +754,18 @@ impl Kept {
                 let (ran, _) = tokio::join!(made(&self.db, sql)?, read.run());
                 ran?;
             }
+            Shape::JoinedChosen => {
+                let read = self.db.prepare("SELECT 2");
+                let (ran, _) = tokio::join!(
+                    if sql.is_empty() {
+                        self.statement.clone()
+                    } else {
+                        made(&self.db, sql)?
+                    },
+                    read.run()
+                );
+                ran?;
+            }
             Shape::ByPath => {
                 <D1PreparedStatement>::run(&self.statement).await?;
             }
@@ -832,6 +915,44 @@ impl Kept {
             }
             Shape::HandedUnwrapped => {
                 awaited(self.statement.clone().bind(&[]).unwrap()).await?;
+            }
+            Shape::AwaitedLabelledInBlock => {
+                {
+                    'kept: {
+                        if !sql.is_empty() {
+                            break 'kept self.statement.to_owned();
+                        }
+                        self.statement.clone()
+                    }
+                }
+                .await?;
+            }
+            Shape::HandedLoopMatch => {
+                awaited(loop {
+                    match sql.len() {
+                        0 => continue,
+                        _ => break self.statement.clone(),
+                    }
+                })
+                .await?;
+            }
+            Shape::HandedTakenOut => {
+                let taken = [self.statement.clone()].into_iter().next();
+                awaited(taken.expect("one copy")).await?;
+            }
+            Shape::HandedLetSome => {
+                let Some(wrapped) = Some(self.statement.clone()) else {
+                    return Ok(-1);
+                };
+                awaited(wrapped).await?;
+            }
+            Shape::HandedBlockAsserted => {
+                awaited({
+                    let copy = self.statement.clone();
+                    assert!(core::mem::size_of_val(&copy) > 0);
+                    copy
+                })
+                .await?;
             }
             Shape::AwaitedLabelled
             | Shape::HandedLabelled
@@ -1520,6 +1641,9 @@ macro_rules! lend {
     ($name:ident = $value:expr) => {
         let $name = $value;
     };
+    (($name:ident) = $value:expr) => {
+        let $name = $value;
+    };
 }
 
 /// A macro of the caller's, called as a statement: it could bind names out of sight.
@@ -1662,6 +1786,17 @@ async fn a_copy_run_beside_macros_stops_a_read_only_body_from_running_again() {
     }
 }
 
+/// A size of the caller's type made of a statement, as a function of the user's may make
+/// one.
+fn sized<T: From<u8>>(_: D1PreparedStatement) -> T {
+    T::from(1)
+}
+
+/// Twice the size it is handed.
+fn doubled(size: u32) -> u32 {
+    size * 2
+}
+
 /// Where the caller's sink goes.
 fn push_to(sink: &mut Vec<u8>) {
     sink.push(1);
@@ -1682,6 +1817,23 @@ impl Kept {
         lend!(sink = &mut spare);
         push_to(sink);
         push_to(sink);
+        // The same, the name in parentheses of the macro's own.
+        let within = self.statement.clone();
+        drop(within);
+        let mut other = Vec::new();
+        lend!((within) = &mut other);
+        push_to(within);
+        push_to(within);
+        // A `&mut` taken out of a list by `remove`: no copy of a statement's.
+        let mut sinks = vec![&mut other];
+        let taken = sinks.remove(0);
+        push_to(taken);
+        push_to(taken);
+        // A value a function of the user's makes of a copy, its type decided where it is
+        // handed on: no copy.
+        let made = sized(self.statement.clone());
+        let twice = doubled(made);
+        assert_eq!(twice, 2);
         // An `if let`'s copy, not bound in its `else`, where the name is a `&mut`.
         let spare = &mut spare;
         if let Ok(spare) = self.statement.clone().bind(&[]) {
@@ -1780,7 +1932,8 @@ async fn names_a_branch_binds_are_its_own_and_the_body_compiles() {
 }
 
 impl Kept {
-    /// Declared `read_only`; copies its statement (`clone`, `to_owned`, a clone bound) and
+    /// Declared `read_only`; copies its statement (`clone`, `to_owned`, a clone bound, and
+    /// parts of a tuple, a typed tuple and a struct, each taken apart where it is built) and
     /// keeps them to the end of the body, never running them nor handing them on. `runs`
     /// counts the body's runs.
     #[d1_retry(read_only, policy = NO_BUDGET)]
@@ -1790,8 +1943,18 @@ impl Kept {
         let _ = self.statement.clone();
         let owned = self.statement.to_owned();
         let bound = self.statement.clone().bind(&[])?;
-        let copies = [cloned, owned, bound].len() as i64;
-        Ok(orders(&self.db).await? + copies - 3)
+        let (paired, note) = (self.statement.clone(), NOTE);
+        let (typed, _): (D1PreparedStatement, &str) = (self.statement.clone(), NOTE);
+        let Holder {
+            statement: held,
+            note: held_note,
+        } = Holder {
+            statement: self.statement.clone(),
+            note: NOTE,
+        };
+        let copies =
+            [cloned, owned, bound, paired, typed, held].len() + note.len() + held_note.len();
+        Ok(orders(&self.db).await? + copies as i64 - 14)
     }
 }
 

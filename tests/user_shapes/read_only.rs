@@ -196,6 +196,47 @@ async fn selected_then_count(
     count_orders(db).await
 }
 
+/// Runs the statement it is handed, as a helper of the user's would.
+async fn run_copy(statement: d1_retry::testing::D1PreparedStatement) -> Result<(), Error> {
+    statement.run().await.map(drop)
+}
+
+/// Runs each statement it is handed, as a helper of the user's would.
+async fn run_each(statements: [d1_retry::testing::D1PreparedStatement; 1]) -> Result<(), Error> {
+    for statement in statements {
+        statement.run().await?;
+    }
+    Ok(())
+}
+
+/// The same, the statement's copy, chosen by `if`, handed by a branch's handler to a
+/// function of the user's that runs it.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn selected_copy_then_count(
+    db: &D1Database,
+    statement: &d1_retry::testing::D1PreparedStatement,
+    fresh: bool,
+) -> Result<i64, Error> {
+    tokio::select! {
+        () = core::future::ready(()) => {
+            run_copy(if fresh { statement.clone() } else { statement.to_owned() }).await?;
+        }
+    }
+    count_orders(db).await
+}
+
+/// The same, the copy handed on in an array.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn selected_array_then_count(
+    db: &D1Database,
+    statement: &d1_retry::testing::D1PreparedStatement,
+) -> Result<i64, Error> {
+    tokio::select! {
+        () = core::future::ready(()) => run_each([statement.clone()]).await?,
+    }
+    count_orders(db).await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_statement_run_inside_select_stops_a_read_only_body_from_running_again() {
     let db = database();
@@ -211,6 +252,18 @@ async fn a_statement_run_inside_select_stops_a_read_only_body_from_running_again
     let read = db.prepare("SELECT 1");
     assert!(selected_then_count(&db, &read).await.is_ok());
     assert_eq!(calls_with(&db, "SELECT 1"), 1);
+    // A copy a handler hands on, chosen by `if` or in an array, counts as well.
+    for how in 0..3 {
+        let db = database();
+        count_fails_once_after_running(&db);
+        let insert = db.prepare("INSERT INTO orders (item) VALUES ('handed')");
+        let result = match how {
+            2 => selected_array_then_count(&db, &insert).await,
+            _ => selected_copy_then_count(&db, &insert, how == 0).await,
+        };
+        assert_eq!(result.ok(), Some(1), "how: {how}");
+        assert_eq!(rows(&db, "orders"), 1, "how: {how}");
+    }
 }
 
 /// A statement's future pinned by `pin!` (a macro the attribute does not rewrite) and
@@ -236,4 +289,108 @@ async fn a_statement_pinned_by_a_macro_compiles_and_stops_a_read_only_body() {
     // Not run again; the read after the write is retried on its own.
     assert_eq!(result.ok(), Some(1));
     assert_eq!(rows(&db, "orders"), 1);
+}
+
+/// A counter of the user's with an associated function named like D1's `exec`, which takes
+/// three arguments where D1's takes two: it is not D1's.
+struct Tally(AtomicU32);
+
+impl Tally {
+    fn exec(tally: &Tally, _what: &str, by: u32) -> u32 {
+        tally.0.fetch_add(by, Ordering::Relaxed) + by
+    }
+}
+
+/// A repository over several databases, picked by a computed index.
+struct Shards {
+    dbs: Vec<D1Database>,
+    tally: Tally,
+}
+
+impl Shards {
+    /// A `prepare` on a database the attribute cannot probe where the call stands (an
+    /// index that is not a literal): the statement is read where it runs, a read, and the
+    /// body is run again as a whole. The `Tally::exec` of three arguments is the user's.
+    #[d1_retry(read_only, policy = NO_BUDGET)]
+    async fn count_on(&self, shard: usize) -> Result<i64, Error> {
+        Tally::exec(&self.tally, "reads", 1);
+        let row = self.dbs[shard]
+            .prepare(READ_N)
+            .first::<crate::harness::Count>(None)
+            .await?;
+        Ok(crate::harness::n(row) + count_orders(&self.dbs[shard]).await?)
+    }
+}
+
+/// Neither a `prepare` on a receiver the attribute cannot probe nor a function of the
+/// user's named `exec` counts as a write: the reading body is run again after its first
+/// read failed after running (its code before the read twice, the read three times in
+/// all). Counted as a write, either would keep the body from running again, and the
+/// caller would get the read's failure.
+#[tokio::test(start_paused = true)]
+async fn unprobed_prepares_and_the_user_s_exec_keep_a_read_only_body_retried() {
+    let db = database();
+    count_fails_once_after_running(&db);
+    let shards = Shards {
+        dbs: vec![database(), db.clone()],
+        tally: Tally(AtomicU32::new(0)),
+    };
+    assert_eq!(shards.count_on(1).await.unwrap(), 0);
+    assert_eq!(shards.tally.0.load(Ordering::Relaxed), 2);
+    assert_eq!(calls_with(&db, READ_N), 3);
+}
+
+/// Twice its argument: a function of the user's whose parameter type decides the type of
+/// what it is handed.
+fn double(n: u32) -> u32 {
+    n * 2
+}
+
+/// A `select!` with an `else` branch and branches whose patterns are names, their futures
+/// no statements of D1's (a function's, an `async` block's, a borrowed future): it reads as
+/// branches, runs no statement, and the body stays retried.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn selected_ready_then_count(db: &D1Database, effects: &AtomicU32) -> Result<i64, Error> {
+    effects.fetch_add(1, Ordering::Relaxed);
+    let mut never = core::future::pending::<i64>();
+    let picked = tokio::select! {
+        biased;
+        ready = core::future::ready(1) => ready,
+        later = async { 2 } => later,
+        never = &mut never => never,
+        else => 0,
+    };
+    Ok(picked + count_orders(db).await?)
+}
+
+/// Values handed to the user's functions whose types those functions decide
+/// (`"1".parse().unwrap()`, `.expect(..)`, an element taken out by `remove`): no statement
+/// copies, they are handed on as written, and the body compiles as it does without the
+/// attribute. Observed as a statement's copy, each would not compile.
+#[d1_retry(read_only, policy = NO_BUDGET)]
+async fn inferred_then_count(db: &D1Database, effects: &AtomicU32) -> Result<i64, Error> {
+    let mut parsed = Vec::new();
+    parsed.push("3".parse().expect("a number"));
+    let sum = double("1".parse().unwrap()) + double(parsed.remove(0));
+    effects.fetch_add(sum, Ordering::Relaxed);
+    count_orders(db).await
+}
+
+/// Both bodies run again after their read failed after running: neither the `select!`
+/// nor the values of inferred types count as a statement out of sight.
+#[tokio::test(start_paused = true)]
+async fn selects_and_inferred_values_keep_a_read_only_body_retried() {
+    let db = database();
+    count_fails_once_after_running(&db);
+    let effects = AtomicU32::new(0);
+    assert_eq!(selected_ready_then_count(&db, &effects).await.unwrap(), 1);
+    assert_eq!(effects.load(Ordering::Relaxed), 2);
+    assert_eq!(calls_with(&db, READ_N), 2);
+
+    let db = database();
+    count_fails_once_after_running(&db);
+    let effects = AtomicU32::new(0);
+    assert_eq!(inferred_then_count(&db, &effects).await.unwrap(), 0);
+    assert_eq!(effects.load(Ordering::Relaxed), 16);
+    assert_eq!(calls_with(&db, READ_N), 2);
 }
