@@ -916,49 +916,16 @@ impl Kept {
             Shape::HandedUnwrapped => {
                 awaited(self.statement.clone().bind(&[]).unwrap()).await?;
             }
-            Shape::AwaitedLabelledInBlock => {
-                {
-                    'kept: {
-                        if !sql.is_empty() {
-                            break 'kept self.statement.to_owned();
-                        }
-                        self.statement.clone()
-                    }
-                }
-                .await?;
-            }
-            Shape::HandedLoopMatch => {
-                awaited(loop {
-                    match sql.len() {
-                        0 => continue,
-                        _ => break self.statement.clone(),
-                    }
-                })
-                .await?;
-            }
-            Shape::HandedTakenOut => {
-                let taken = [self.statement.clone()].into_iter().next();
-                awaited(taken.expect("one copy")).await?;
-            }
-            Shape::HandedLetSome => {
-                let Some(wrapped) = Some(self.statement.clone()) else {
-                    return Ok(-1);
-                };
-                awaited(wrapped).await?;
-            }
-            Shape::HandedBlockAsserted => {
-                awaited({
-                    let copy = self.statement.clone();
-                    assert!(core::mem::size_of_val(&copy) > 0);
-                    copy
-                })
-                .await?;
-            }
             Shape::AwaitedLabelled
+            | Shape::AwaitedLabelledInBlock
             | Shape::HandedLabelled
             | Shape::AwaitedIf
             | Shape::HandedDiverging
-            | Shape::HandedCloned => {
+            | Shape::HandedLoopMatch
+            | Shape::HandedCloned
+            | Shape::HandedTakenOut
+            | Shape::HandedLetSome
+            | Shape::HandedBlockAsserted => {
                 awaited('kept: {
                     if !sql.is_empty() {
                         break 'kept self.statement.to_owned();
