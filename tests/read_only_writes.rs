@@ -253,6 +253,9 @@ enum Shape {
     /// The same from a struct beside a constant: `let Holder { statement, note } =
     /// Holder { statement: stmt.clone(), note: NOTE }`.
     HandedTakenApartStruct,
+    /// The same from a tuple struct beside a `&mut`: `let Pair(s, sink) =
+    /// Pair(stmt.clone(), &mut out)`.
+    HandedTakenApartPair,
     /// A copy in a struct written out as the argument: `run_held(Holder { statement:
     /// stmt.clone(), .. })`.
     HandedStructLiteral,
@@ -273,13 +276,16 @@ struct Holder {
     note: &'static str,
 }
 
+/// A statement's copy beside a sink of the caller's.
+struct Pair<'a>(D1PreparedStatement, &'a mut Vec<u8>);
+
 /// Runs the statement of the value it is handed, as a helper of the user's would.
 async fn run_held(holder: Holder) -> Result<D1Result, Error> {
     assert_eq!(holder.note, "kept");
     holder.statement.run().await
 }
 
-const SHAPES: [Shape; 56] = [
+const SHAPES: [Shape; 57] = [
     Shape::Passed,
     Shape::Field,
     Shape::Helper,
@@ -335,6 +341,7 @@ const SHAPES: [Shape; 56] = [
     Shape::HandedTakenApartTyped,
     Shape::HandedTakenApartArray,
     Shape::HandedTakenApartStruct,
+    Shape::HandedTakenApartPair,
     Shape::HandedStructLiteral,
 ];
 
@@ -652,6 +659,13 @@ impl Kept {
                 awaited(statement).await?;
                 assert_eq!(note, NOTE);
             }
+            Shape::HandedTakenApartPair => {
+                let mut out = Vec::new();
+                let Pair(statement, sink) = Pair(self.statement.clone(), &mut out);
+                push_to(sink);
+                awaited(statement).await?;
+                assert_eq!(out, [1]);
+            }
             Shape::HandedStructLiteral => {
                 run_held(Holder {
                     statement: self.statement.clone(),
@@ -869,6 +883,13 @@ impl Kept {
                 };
                 awaited(statement).await?;
                 assert_eq!(note, NOTE);
+            }
+            Shape::HandedTakenApartPair => {
+                let mut out = Vec::new();
+                let Pair(statement, sink) = Pair(self.statement.clone(), &mut out);
+                push_to(sink);
+                awaited(statement).await?;
+                assert_eq!(out, [1]);
             }
             Shape::HandedStructLiteral => {
                 run_held(Holder {
