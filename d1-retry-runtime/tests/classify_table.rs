@@ -1132,6 +1132,13 @@ proptest! {
 }
 
 proptest! {
+    // Seeded, as above.
+    #![proptest_config(ProptestConfig {
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0xD1_2026_1205),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
     #[test]
     fn any_text_is_classified_without_panicking_and_consistently(text in any::<String>(), piece in 1usize..16) {
         let class = classify_message(&text);
